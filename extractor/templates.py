@@ -1,0 +1,249 @@
+"""Templates: one YAML file per document type, naming each field's box on a reference page.
+
+Boxes are in millimetres on the reference page, origin at its top-left corner, as
+``[x, y, width, height]``. A template is loaded with ``yaml.safe_load`` and checked against the
+pydantic schema below; any problem raises :class:`TemplateError` naming the file, the field and
+what is wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from enum import StrEnum
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from extractor.errors import TemplateError, TemplateNotFoundError
+
+MM_PER_INCH = 25.4
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class FieldKind(StrEnum):
+    """What a field holds; picks the default normaliser, validator and allowlist."""
+
+    text = "text"
+    code = "code"  # digits of a fixed length (invoice code, number, check code)
+    amount = "amount"  # money in figures: ¥1,234.56 -> "1234.56"
+    amount_words = "amount_words"  # money in Chinese capitals -> "1234.56"
+    date = "date"  # 2024年05月12日 -> "2024-05-12"
+    tax_id = "tax_id"  # USCC (18, check digit verified) or older 15/20-char taxpayer id
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Box(_Strict):
+    """A rectangle on the reference page, in millimetres."""
+
+    x: float
+    y: float
+    w: Annotated[float, Field(gt=0)]
+    h: Annotated[float, Field(gt=0)]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: object) -> object:
+        if isinstance(value, list | tuple):
+            if len(value) != 4:
+                raise ValueError("a box is [x, y, width, height] in mm")
+            return dict(zip("xywh", value, strict=True))
+        return value
+
+    def as_list(self) -> list[float]:
+        return [self.x, self.y, self.w, self.h]
+
+
+class FieldSpec(_Strict):
+    name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
+    box: Box
+    kind: FieldKind = FieldKind.text
+    allowlist: str | None = Field(
+        default=None,
+        description="A named charset (digits, amount, date, tax_id, amount_words, ...) or the "
+        "characters themselves; omitted means the kind's default.",
+    )
+    regex: str | None = None
+    normalizer: str | None = Field(default=None, description="Overrides the kind's normaliser.")
+    required: bool = True
+    label: str | None = Field(default=None, description="The printed label next to the value.")
+    lines: Annotated[int, Field(ge=1, le=4)] = 1
+
+    @field_validator("regex")
+    @classmethod
+    def _regex_compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"regex does not compile: {exc}") from exc
+        return value
+
+
+class SumRule(_Strict):
+    """``sum(terms) == equals``, to the cent."""
+
+    rule: Literal["sum"]
+    terms: list[str]
+    equals: str
+
+
+class SameRule(_Strict):
+    """All named fields hold the same normalised value (e.g. total in words == total)."""
+
+    rule: Literal["same"]
+    fields: Annotated[list[str], Field(min_length=2)]
+
+
+Rule = Annotated[SumRule | SameRule, Field(discriminator="rule")]
+
+
+class PageSize(_Strict):
+    width_mm: Annotated[float, Field(gt=0)]
+    height_mm: Annotated[float, Field(gt=0)]
+
+
+class Registration(_Strict):
+    method: Literal["frame"] = "frame"
+    match_threshold: Annotated[float, Field(ge=0, le=1)] = 0.5
+    dpi: Annotated[int, Field(ge=72, le=600)] = 200
+    """Resolution at which crops are taken (reference pixels per inch)."""
+    work_width: Annotated[int, Field(ge=300, le=3000)] = 1000
+    """Width in pixels of the downscaled page that registration runs on."""
+
+
+class Template(_Strict):
+    name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
+    version: int = 1
+    title: str = ""
+    page: PageSize
+    reference_image: str | None = None
+    registration: Registration = Registration()
+    crop_margin_mm: Annotated[float, Field(ge=0, le=20)] = 2.5
+    fields: Annotated[list[FieldSpec], Field(min_length=1)]
+    rules: list[Rule] = []
+
+    # Set by the loader, not by the YAML.
+    source_path: Path | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="after")
+    def _check_fields(self) -> Template:
+        names = [f.name for f in self.fields]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"duplicate field names: {', '.join(dupes)}")
+        for f in self.fields:
+            b = f.box
+            if b.x < 0 or b.y < 0 or b.x + b.w > self.page.width_mm or b.y + b.h > self.page.height_mm:
+                raise ValueError(
+                    f"field {f.name!r}: box {b.as_list()} lies outside the "
+                    f"{self.page.width_mm} x {self.page.height_mm} mm page"
+                )
+        known = set(names)
+        for rule in self.rules:
+            used = rule.terms + [rule.equals] if isinstance(rule, SumRule) else rule.fields
+            missing = [n for n in used if n not in known]
+            if missing:
+                raise ValueError(f"rule {rule.rule!r} names unknown fields: {', '.join(missing)}")
+        return self
+
+    def field(self, name: str) -> FieldSpec:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    @property
+    def px_per_mm(self) -> float:
+        return self.registration.dpi / MM_PER_INCH
+
+    @property
+    def reference_size_px(self) -> tuple[int, int]:
+        """(width, height) of the reference page at the registration dpi."""
+        return (
+            round(self.page.width_mm * self.px_per_mm),
+            round(self.page.height_mm * self.px_per_mm),
+        )
+
+    @property
+    def reference_image_path(self) -> Path | None:
+        if self.reference_image is None or self.source_path is None:
+            return None
+        return self.source_path.parent / self.reference_image
+
+
+def default_templates_dir() -> Path:
+    """``$ROI_TEMPLATES_DIR`` or the ``templates/`` folder of this checkout."""
+    env = os.environ.get("ROI_TEMPLATES_DIR")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "templates"
+
+
+def _describe(exc: ValidationError, data: object) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = list(err["loc"])
+        where = ".".join(str(p) for p in loc) or "(top level)"
+        if len(loc) >= 2 and loc[0] == "fields" and isinstance(loc[1], int) and isinstance(data, dict):
+            fields = data.get("fields") or []
+            if loc[1] < len(fields) and isinstance(fields[loc[1]], dict):
+                fname = fields[loc[1]].get("name", f"#{loc[1]}")
+                rest = ".".join(str(p) for p in loc[2:])
+                where = f"field {fname!r}" + (f" ({rest})" if rest else "")
+        lines.append(f"{where}: {err['msg']}")
+    return "; ".join(lines)
+
+
+def load_template_file(path: str | Path) -> Template:
+    """Read and validate one template file."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise TemplateError(f"{path}: cannot read template: {exc.strerror or exc}") from exc
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TemplateError(f"{path}: not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise TemplateError(f"{path}: a template is a YAML mapping, got {type(data).__name__}")
+    try:
+        template = Template.model_validate(data)
+    except ValidationError as exc:
+        raise TemplateError(f"{path}: {_describe(exc, data)}") from exc
+    return template.model_copy(update={"source_path": path.resolve()})
+
+
+class TemplateStore:
+    """Templates of one folder, looked up by name only (never by path)."""
+
+    def __init__(self, directory: str | Path | None = None) -> None:
+        self.directory = Path(directory) if directory else default_templates_dir()
+
+    def names(self) -> list[str]:
+        if not self.directory.is_dir():
+            return []
+        return sorted(p.stem for p in self.directory.glob("*.yaml") if _NAME_RE.match(p.stem))
+
+    def get(self, name: str) -> Template:
+        if not _NAME_RE.match(name or "") or name not in self.names():
+            known = ", ".join(self.names()) or "none"
+            raise TemplateNotFoundError(f"unknown template {name!r} (known: {known})")
+        path = self.directory / f"{name}.yaml"
+        return _load_cached(path, path.stat().st_mtime_ns)
+
+    def all(self) -> list[Template]:
+        return [self.get(n) for n in self.names()]
+
+
+@cache
+def _load_cached(path: Path, mtime_ns: int) -> Template:
+    template = load_template_file(path)
+    if template.name != path.stem:
+        raise TemplateError(f"{path}: template name {template.name!r} differs from the file name")
+    return template
