@@ -1,0 +1,231 @@
+"""PaddleOCR (PP-OCR) text-line recognition on ONNX Runtime, with no detection.
+
+Weights come from packages, never from a hub: the ``rapidocr`` wheel ships PP-OCRv6 rec (the
+default); ``rapidocr-onnxruntime`` ships PP-OCRv4 (``model="PP-OCRv4"``, extra ``ppocrv4``); any
+other PP-OCR rec ONNX file can be given as ``model_path`` (with ``keys_path`` when its character
+list is not stored in the model's metadata).
+
+Decoding is CTC greedy with the field's allowlist applied as a mask on the class scores before
+the argmax, so a digits field can only ever read digits; per-character confidences are the raw
+(unmasked) probabilities of the chosen classes, so a forced read shows up as low confidence.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import cv2
+import numpy as np
+
+from extractor.engines.base import Recognition
+from extractor.errors import EngineError, ModelNotFoundError
+
+INPUT_HEIGHT = 48
+WIDTH_STEP = 32  # crops are padded to a multiple of this: batches of one width bucket
+MAX_WIDTH = 1920
+Provider = Literal["cpu", "cuda", "tensorrt"]
+
+_PACKAGED_MODELS = {
+    "PP-OCRv6": ("rapidocr", "models/PP-OCRv6_rec_small.onnx", "rapidocr"),
+    "PP-OCRv4": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx", "roi[ppocrv4]"),
+}
+
+
+def packaged_model_path(model: str) -> Path:
+    """Where an installed package keeps the named PP-OCR rec model."""
+    if model not in _PACKAGED_MODELS:
+        raise EngineError(f"unknown PP-OCR model {model!r} (known: {', '.join(_PACKAGED_MODELS)})")
+    package, relative, install = _PACKAGED_MODELS[model]
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelNotFoundError(
+            f"{model} recognition model not found: package {package!r} is not installed. "
+            f"Install it (pip install '{install}') or pass model_path=/path/to/rec.onnx "
+            "(ROI_PPOCR_REC_MODEL)."
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / relative
+    if not path.is_file():
+        raise ModelNotFoundError(
+            f"{model} recognition model not found at {path}; reinstall {package!r} or pass "
+            "model_path=/path/to/rec.onnx (ROI_PPOCR_REC_MODEL)."
+        )
+    return path
+
+
+def _session_providers(
+    provider: Provider, device_id: int, fp16: bool, cache_dir: str | None
+) -> list[str | tuple[str, dict[str, object]]]:
+    cpu: list[str | tuple[str, dict[str, object]]] = ["CPUExecutionProvider"]
+    cuda: tuple[str, dict[str, object]] = (
+        "CUDAExecutionProvider",
+        {"device_id": device_id, "cudnn_conv_algo_search": "DEFAULT"},
+    )
+    if provider == "cpu":
+        return cpu
+    if provider == "cuda":
+        return [cuda, *cpu]
+    cache = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "roi", "trt")
+    os.makedirs(cache, exist_ok=True)
+    trt: tuple[str, dict[str, object]] = (
+        "TensorrtExecutionProvider",
+        {
+            "device_id": device_id,
+            "trt_fp16_enable": fp16,
+            "trt_engine_cache_enable": True,
+            "trt_engine_cache_path": cache,
+            "trt_timing_cache_enable": True,
+            "trt_timing_cache_path": cache,
+            "trt_profile_min_shapes": f"x:1x3x{INPUT_HEIGHT}x{WIDTH_STEP}",
+            "trt_profile_opt_shapes": f"x:32x3x{INPUT_HEIGHT}x320",
+            "trt_profile_max_shapes": f"x:128x3x{INPUT_HEIGHT}x{MAX_WIDTH}",
+        },
+    )
+    return [trt, cuda, *cpu]
+
+
+class PPOCRRecognizer:
+    """PP-OCR recognition model on ONNX Runtime, crops in width-bucketed batches."""
+
+    name = "ppocr"
+
+    def __init__(
+        self,
+        model: str = "PP-OCRv6",
+        model_path: str | Path | None = None,
+        keys_path: str | Path | None = None,
+        provider: Provider = "cpu",
+        device_id: int = 0,
+        threads: int = 0,
+        fp16: bool = True,
+        trt_cache_dir: str | None = None,
+        max_batch: int = 32,
+    ) -> None:
+        import onnxruntime as ort
+
+        path = Path(model_path or os.environ.get("ROI_PPOCR_REC_MODEL") or packaged_model_path(model))
+        if not path.is_file():
+            raise ModelNotFoundError(
+                f"recognition model {path} not found: pass an existing PP-OCR rec .onnx file"
+            )
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        providers = _session_providers(provider, device_id, fp16, trt_cache_dir)
+        available = set(ort.get_available_providers())
+        wanted = providers[0] if isinstance(providers[0], str) else providers[0][0]
+        if wanted not in available:
+            raise EngineError(
+                f"{wanted} is not available in this onnxruntime build "
+                f"(available: {', '.join(sorted(available))}); install 'roi[gpu]' for CUDA/TensorRT"
+            )
+        try:
+            self.session = ort.InferenceSession(str(path), options, providers=providers)
+        except Exception as exc:
+            raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
+        self.model_path = path
+        self.provider = provider
+        self.max_batch = max_batch
+        self.input_name = self.session.get_inputs()[0].name
+        self.characters = self._characters(keys_path)
+        self._index = {ch: i for i, ch in enumerate(self.characters)}
+        self._masks: dict[str, np.ndarray] = {}
+
+    def _characters(self, keys_path: str | Path | None) -> list[str]:
+        """Class index -> character: 0 is the CTC blank, then the model's list, then a space."""
+        meta = self.session.get_modelmeta().custom_metadata_map
+        if keys_path is not None:
+            chars = Path(keys_path).read_text(encoding="utf-8").splitlines()
+        elif "character" in meta:
+            chars = meta["character"].splitlines()
+        else:
+            raise ModelNotFoundError(
+                f"{self.model_path} stores no character list; pass keys_path=/path/to/keys.txt"
+            )
+        classes = ["", *chars, " "]
+        n_out = self.session.get_outputs()[0].shape[-1]
+        if isinstance(n_out, int) and n_out != len(classes):
+            raise EngineError(
+                f"character list has {len(classes)} classes but the model outputs {n_out}"
+            )
+        return classes
+
+    def mask(self, allowlist: str | None) -> np.ndarray | None:
+        """Boolean mask over classes allowed for ``allowlist`` (blank always allowed)."""
+        if allowlist is None:
+            return None
+        cached = self._masks.get(allowlist)
+        if cached is None:
+            cached = np.zeros(len(self.characters), dtype=bool)
+            cached[0] = True
+            for ch in set(allowlist):
+                idx = self._index.get(ch)
+                if idx is not None:
+                    cached[idx] = True
+            self._masks[allowlist] = cached
+        return cached
+
+    # -- recognition --------------------------------------------------------------------------
+
+    def recognize(
+        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
+    ) -> list[Recognition]:
+        if len(crops) != len(allowlists):
+            raise ValueError("one allowlist per crop")
+        results: list[Recognition | None] = [None] * len(crops)
+        prepared = [_prepare(c) for c in crops]
+        buckets: dict[int, list[int]] = {}
+        for i, image in enumerate(prepared):
+            buckets.setdefault(image.shape[2], []).append(i)
+        for width, indexes in sorted(buckets.items()):
+            for start in range(0, len(indexes), self.max_batch):
+                chunk = indexes[start : start + self.max_batch]
+                batch = np.full((len(chunk), 3, INPUT_HEIGHT, width), 0.0, dtype=np.float32)
+                for row, i in enumerate(chunk):
+                    batch[row, :, :, : prepared[i].shape[2]] = prepared[i]
+                probs = self.session.run(None, {self.input_name: batch})[0]
+                for row, i in enumerate(chunk):
+                    results[i] = self.decode(probs[row], self.mask(allowlists[i]))
+        return [r if r is not None else Recognition("", 0.0) for r in results]
+
+    def decode(self, probs: np.ndarray, mask: np.ndarray | None) -> Recognition:
+        """CTC greedy decoding of one (T, C) probability matrix under an optional class mask."""
+        scores = probs if mask is None else np.where(mask, probs, -1.0)
+        best = scores.argmax(axis=1)
+        best_p = probs[np.arange(len(best)), best]
+        text: list[str] = []
+        confs: list[float] = []
+        previous = 0
+        for cls, p in zip(best.tolist(), best_p.tolist(), strict=True):
+            if cls != 0:
+                if cls != previous:
+                    text.append(self.characters[cls])
+                    confs.append(p)
+                else:
+                    confs[-1] = max(confs[-1], p)
+            previous = cls
+        confidence = float(np.mean(confs)) if confs else 0.0
+        return Recognition("".join(text), confidence, tuple(round(c, 4) for c in confs))
+
+
+def _prepare(crop: np.ndarray) -> np.ndarray:
+    """Resize to height 48 keeping the aspect ratio, normalise to [-1, 1], CHW, width rounded up
+    to the bucket step (the padding is filled by the caller)."""
+    if crop.ndim == 2:
+        crop = cv2.cvtColor(crop, cv2.COLOR_GRAY2BGR)
+    h, w = crop.shape[:2]
+    if h == 0 or w == 0:
+        crop = np.full((INPUT_HEIGHT, WIDTH_STEP, 3), 255, np.uint8)
+        h, w = crop.shape[:2]
+    new_w = max(8, min(MAX_WIDTH, math.ceil(INPUT_HEIGHT * w / h)))
+    resized = cv2.resize(crop, (new_w, INPUT_HEIGHT), interpolation=cv2.INTER_AREA if h > INPUT_HEIGHT else cv2.INTER_LINEAR)
+    bucket = min(MAX_WIDTH, math.ceil(new_w / WIDTH_STEP) * WIDTH_STEP)
+    out = np.zeros((3, INPUT_HEIGHT, bucket), dtype=np.float32)
+    out[:, :, :new_w] = resized.transpose(2, 0, 1).astype(np.float32) / 127.5 - 1.0
+    return out

@@ -1,0 +1,183 @@
+"""Inputs: PDF, PNG, JPEG and TIFF documents, from a path or bytes, as a stream of page images.
+
+The type is told by the file's magic bytes, never by its name. Anything unreadable raises an
+:class:`~extractor.errors.InputError` subclass with a message a person can act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from extractor.errors import CorruptInputError, InputError, TooLargeInputError, UnsupportedInputError
+
+DEFAULT_DPI = 200
+MAX_PAGES = 200
+MAX_PIXELS = 80_000_000  # per page; a 600 dpi A3 page is ~70 MP
+
+_MAGIC: list[tuple[bytes, str]] = [
+    (b"%PDF-", "pdf"),
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+]
+MEDIA_TYPES = {
+    "pdf": "application/pdf",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "tiff": "image/tiff",
+}
+
+
+@dataclass(slots=True)
+class Page:
+    """One page of a document, as a BGR image."""
+
+    index: int
+    image: np.ndarray
+    dpi: float | None
+    """Pixels per inch when the source says (PDF rendering); None for images."""
+
+
+def sniff(data: bytes) -> str:
+    """The document type of ``data`` (pdf, png, jpeg, tiff) from its first bytes."""
+    if not data:
+        raise CorruptInputError("the file is empty (0 bytes)")
+    head = data[:1024]
+    for magic, kind in _MAGIC:
+        if head.startswith(magic):
+            return kind
+    if b"%PDF-" in head:  # PDFs may carry junk before the header
+        return "pdf"
+    raise UnsupportedInputError(
+        "unsupported file type: expected a PDF, PNG, JPEG or TIFF (judged by content, not name)"
+    )
+
+
+def read_source(source: str | Path | bytes) -> tuple[bytes, str]:
+    """The bytes of ``source`` and a name to report it by."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source), "<bytes>"
+    path = Path(source)
+    try:
+        return path.read_bytes(), str(path)
+    except FileNotFoundError as exc:
+        raise InputError(f"{path}: no such file") from exc
+    except IsADirectoryError as exc:
+        raise InputError(f"{path}: is a directory, not a document") from exc
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+
+
+def iter_pages(
+    data: bytes,
+    *,
+    dpi: int = DEFAULT_DPI,
+    pages: set[int] | None = None,
+    max_pages: int = MAX_PAGES,
+    max_pixels: int = MAX_PIXELS,
+) -> Iterator[Page]:
+    """Yield the pages of a document one at a time (PDF pages are rendered as they are asked for).
+
+    ``pages`` selects zero-based page indexes; None means all.
+    """
+    kind = sniff(data)
+    if kind == "pdf":
+        yield from _pdf_pages(data, dpi=dpi, pages=pages, max_pages=max_pages, max_pixels=max_pixels)
+    elif kind == "tiff":
+        yield from _tiff_pages(data, pages=pages, max_pages=max_pages, max_pixels=max_pixels)
+    else:
+        if pages is None or 0 in pages:
+            yield Page(0, _decode_image(data, kind, max_pixels), None)
+
+
+def _check_pixels(width: float, height: float, max_pixels: int, what: str) -> None:
+    if width * height > max_pixels:
+        raise TooLargeInputError(
+            f"{what} is {int(width)} x {int(height)} pixels, over the limit of {max_pixels:,}"
+        )
+
+
+def _image_header_size(data: bytes, kind: str) -> tuple[int, int] | None:
+    """(width, height) from a PNG or JPEG header, read before decoding anything."""
+    if kind == "png" and len(data) >= 24 and data[12:16] == b"IHDR":
+        return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    if kind == "jpeg":
+        i = 2
+        while i + 9 < len(data):
+            if data[i] != 0xFF:
+                return None
+            marker = data[i + 1]
+            length = int.from_bytes(data[i + 2 : i + 4], "big")
+            if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+                h = int.from_bytes(data[i + 5 : i + 7], "big")
+                w = int.from_bytes(data[i + 7 : i + 9], "big")
+                return w, h
+            i += 2 + length
+    return None
+
+
+def _decode_image(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
+    size = _image_header_size(data, kind)
+    if size is not None:
+        _check_pixels(*size, max_pixels, "the image")
+    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if image is None or image.size == 0:
+        raise CorruptInputError(f"the {kind.upper()} image is corrupt or truncated and cannot be decoded")
+    return image
+
+
+def _tiff_pages(
+    data: bytes, *, pages: set[int] | None, max_pages: int, max_pixels: int
+) -> Iterator[Page]:
+    buf = np.frombuffer(data, np.uint8)
+    ok, frames = cv2.imdecodemulti(buf, cv2.IMREAD_COLOR)
+    if not ok or not frames:
+        raise CorruptInputError("the TIFF image is corrupt or truncated and cannot be decoded")
+    if len(frames) > max_pages:
+        raise TooLargeInputError(f"the TIFF has {len(frames)} pages, over the limit of {max_pages}")
+    for index, frame in enumerate(frames):
+        if pages is not None and index not in pages:
+            continue
+        _check_pixels(frame.shape[1], frame.shape[0], max_pixels, f"TIFF page {index + 1}")
+        yield Page(index, frame, None)
+
+
+def _pdf_pages(
+    data: bytes, *, dpi: int, pages: set[int] | None, max_pages: int, max_pixels: int
+) -> Iterator[Page]:
+    import pymupdf
+
+    try:
+        doc = pymupdf.open(stream=data, filetype="pdf")
+    except Exception as exc:  # pymupdf raises its own FileDataError and RuntimeErrors
+        raise CorruptInputError(f"the PDF is corrupt or truncated: {exc}") from exc
+    with doc:
+        if doc.needs_pass:
+            raise InputError("the PDF is encrypted with a password; remove it and try again")
+        count = doc.page_count
+        if count == 0:
+            raise CorruptInputError("the PDF has no pages (corrupt or truncated)")
+        if count > max_pages:
+            raise TooLargeInputError(f"the PDF has {count} pages, over the limit of {max_pages}")
+        zoom = dpi / 72.0
+        for index in range(count):
+            if pages is not None and index not in pages:
+                continue
+            try:
+                page = doc.load_page(index)
+                rect = page.rect
+                _check_pixels(rect.width * zoom, rect.height * zoom, max_pixels, f"PDF page {index + 1}")
+                pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            except TooLargeInputError:
+                raise
+            except Exception as exc:
+                raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
+            image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
+            image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
+            yield Page(index, image, float(dpi))
