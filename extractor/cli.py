@@ -1,0 +1,118 @@
+"""The ``roi`` command line: extract, templates, eval, synth."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from extractor.engines import ENGINES
+from extractor.errors import RoiError
+
+EXIT_OK, EXIT_REVIEW, EXIT_ERROR = 0, 1, 2
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from extractor.pipeline import Extractor
+    from extractor.display import document_table
+
+    extractor = Extractor(engine=args.engine, dpi=args.dpi)
+    extractor.templates.get(args.template)  # unknown template: fail before reading any file
+    console = Console()
+    status = EXIT_OK
+    for file in args.files:
+        try:
+            result = extractor.extract(file, args.template)
+        except RoiError as exc:
+            print(f"roi: {file}: {exc}", file=sys.stderr)
+            status = EXIT_ERROR
+            continue
+        if args.json:
+            print(result.model_dump_json(indent=2))
+        else:
+            console.print(document_table(result))
+        if args.strict and not result.valid and status == EXIT_OK:
+            status = EXIT_REVIEW
+    return status
+
+
+def _templates(args: argparse.Namespace) -> int:
+    from extractor.templates import TemplateStore
+
+    store = TemplateStore()
+    if args.name:
+        print(json.dumps(store.get(args.name).model_dump(mode="json"), ensure_ascii=False, indent=2))
+        return EXIT_OK
+    for template in store.all():
+        print(f"{template.name:<24} v{template.version}  {len(template.fields):>2} fields  {template.title}")
+    return EXIT_OK
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from extractor.evaluate import evaluate, print_report
+
+    report = evaluate(Path(args.dir), template=args.template, engine=args.engine)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+    else:
+        print_report(report)
+    return EXIT_OK
+
+
+def _synth(args: argparse.Namespace) -> int:
+    from extractor.synth.__main__ import main as synth_main
+
+    return synth_main(args.synth_args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="roi", description="Extract key fields from scanned invoices, ROI-first."
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ex = sub.add_parser("extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF)")
+    ex.add_argument("files", nargs="+", metavar="FILE")
+    ex.add_argument("--template", "-t", required=True, help="template name (see `roi templates`)")
+    out = ex.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the result as JSON")
+    out.add_argument("--table", action="store_true", help="print a table per page (default)")
+    ex.add_argument("--engine", choices=ENGINES, default="ppocr")
+    ex.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
+    ex.add_argument("--strict", action="store_true", help="exit 1 when any field needs review")
+    ex.set_defaults(func=_extract)
+
+    tp = sub.add_parser("templates", help="list templates, or show one as JSON")
+    tp.add_argument("name", nargs="?")
+    tp.set_defaults(func=_templates)
+
+    ev = sub.add_parser("eval", help="score extraction against fixtures with ground truth")
+    ev.add_argument("dir", help="folder searched recursively for documents with a .json truth")
+    ev.add_argument("--template", default=None, help="template name (default: the truth's)")
+    ev.add_argument("--engine", choices=ENGINES, default="ppocr")
+    ev.add_argument("--json", action="store_true")
+    ev.set_defaults(func=_eval)
+
+    sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
+    sy.add_argument("synth_args", nargs=argparse.REMAINDER)
+    sy.set_defaults(func=_synth)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RoiError as exc:
+        print(f"roi: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

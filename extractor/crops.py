@@ -1,0 +1,158 @@
+"""Crops: cut each field's box out of a registered page and tighten it to the printed line.
+
+Printers put the data several millimetres off the preprinted cells, so each box is cut with a
+margin, the form's coloured ink (brown/red/green lines, labels and seals) and its ruled lines are
+removed, and the crop is tightened to the text line that best fills the box before recognition.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from extractor.templates import FieldSpec, Template
+
+MIN_LINE_MM = 1.2  # a text line is at least this tall
+WHITE = (255, 255, 255)
+
+
+@dataclass(slots=True)
+class Crop:
+    """One field's tightened line image and where it lies on the page."""
+
+    field: str
+    image: np.ndarray
+    """BGR line image, form ink removed; what the recognizer reads."""
+    quad: np.ndarray
+    """4x2 corners of the tightened crop in page pixels."""
+    has_ink: bool
+
+
+def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) -> list[Crop]:
+    """Tight crops of every field of ``template`` from ``page``, in template order."""
+    return [crop_field(page, homography, template, spec) for spec in template.fields]
+
+
+def crop_field(
+    page: np.ndarray, homography: np.ndarray, template: Template, spec: FieldSpec
+) -> Crop:
+    ppm = template.px_per_mm
+    ref_w, ref_h = template.reference_size_px
+    margin = template.crop_margin_mm
+    box = spec.box
+    x0 = max(0.0, (box.x - margin) * ppm)
+    y0 = max(0.0, (box.y - margin) * ppm)
+    x1 = min(float(ref_w), (box.x + box.w + margin) * ppm)
+    y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
+    width, height = round(x1 - x0), round(y1 - y0)
+    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+    loose = cv2.warpPerspective(
+        page,
+        to_page,
+        (width, height),
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=WHITE,
+    )
+    core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
+    clean, ink = separate_ink(loose, ppm)
+    rect = tighten(ink, core, ppm)
+    if rect is None:
+        cx, cy, cw, ch = (round(v) for v in core)
+        rect = (max(0, cx), max(0, cy), cw, ch)
+        has_ink = False
+    else:
+        has_ink = True
+    rx, ry, rw, rh = rect
+    corners = np.array([[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64)
+    quad = cv2.perspectiveTransform(corners, to_page)[0].astype(np.float32)
+    return Crop(spec.name, clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
+
+
+def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
+    """(crop with form ink and ruling whitened, binary mask of the remaining dark ink)."""
+    hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
+    hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
+    # red, brown, orange, pink (form lines, labels, seals) and green forms; blue data ink stays
+    coloured = (sat > 60) & (val > 60) & ((hue < 25) | (hue > 150) | ((hue > 35) & (hue < 90)))
+    coloured = cv2.dilate(coloured.astype(np.uint8), np.ones((2, 2), np.uint8)).astype(bool)
+    clean = crop.copy()
+    clean[coloured] = WHITE
+    gray = cv2.cvtColor(clean, cv2.COLOR_BGR2GRAY)
+    threshold, _ = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    ink = (gray < min(threshold, 170)).astype(np.uint8) * 255
+    if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
+        ink[:] = 0
+    # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
+    h, w = ink.shape
+    horiz = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (max(9, round(12 * ppm)), 1)))
+    vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, max(9, round(min(h * 0.8, 6 * ppm))))))
+    lines = cv2.dilate(cv2.bitwise_or(horiz, vert), np.ones((3, 3), np.uint8))
+    ink[lines > 0] = 0
+    clean[lines > 0] = WHITE
+    return clean, ink
+
+
+def _runs(profile: np.ndarray, threshold: float, bridge: int) -> list[tuple[int, int]]:
+    """[start, end) runs where ``profile > threshold``, joining gaps up to ``bridge``."""
+    on = profile > threshold
+    runs: list[tuple[int, int]] = []
+    start = None
+    for i, flag in enumerate(on.tolist()):
+        if flag and start is None:
+            start = i
+        elif not flag and start is not None:
+            runs.append((start, i))
+            start = None
+    if start is not None:
+        runs.append((start, len(on)))
+    merged: list[tuple[int, int]] = []
+    for run in runs:
+        if merged and run[0] - merged[-1][1] <= bridge:
+            merged[-1] = (merged[-1][0], run[1])
+        else:
+            merged.append(run)
+    return merged
+
+
+def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
+    return max(0.0, min(a1, b1) - max(a0, b0))
+
+
+def tighten(
+    ink: np.ndarray, core: tuple[float, float, float, float], ppm: float
+) -> tuple[int, int, int, int] | None:
+    """(x, y, w, h) of the text line that best fills the core box, or None if there is no ink."""
+    cx, cy, cw, ch = core
+    rows = ink.sum(axis=1) / 255.0
+    bands = [
+        (a, b)
+        for a, b in _runs(rows, 1.0, bridge=max(1, round(0.3 * ppm)))
+        if b - a >= MIN_LINE_MM * ppm
+    ]
+    if not bands:
+        return None
+
+    def band_score(band: tuple[int, int]) -> float:
+        a, b = band
+        inside = _overlap(a, b, cy, cy + ch) / (b - a)
+        mass = float(rows[a:b].sum())
+        return mass * inside * inside
+
+    top, bottom = max(bands, key=band_score)
+    if band_score((top, bottom)) == 0:
+        return None
+    cols = ink[top:bottom].sum(axis=0) / 255.0
+    line_h = bottom - top
+    blobs = _runs(cols, 0.0, bridge=round(1.5 * line_h))
+    keep = [(a, b) for a, b in blobs if _overlap(a, b, cx, cx + cw) > 0]
+    if not keep:
+        return None
+    left, right = keep[0][0], keep[-1][1]
+    pad = max(2, round(0.25 * line_h))
+    h, w = ink.shape
+    x0, y0 = max(0, left - pad), max(0, top - pad)
+    x1, y1 = min(w, right + pad), min(h, bottom + pad)
+    return x0, y0, x1 - x0, y1 - y0

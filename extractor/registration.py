@@ -1,0 +1,240 @@
+"""Registration: align a page to its template's reference image.
+
+Method ``frame``: the ruled table of a form is the largest connected piece of ink on the page.
+Its outline (a quadrilateral, whatever the scale, rotation or perspective) gives a first
+homography, tried in all four 90-degree turns; the turn whose ruled lines best overlay the
+reference's wins, and ECC on the line maps refines it to sub-pixel. The match score is the F1
+of the reference's ruling found on the page and the page's ruling found on the reference, with
+half a millimetre of tolerance, so it lies in [0, 1] and means the same on every template.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from extractor.errors import TemplateError
+from extractor.templates import Template
+
+PAGE_WORK_SIDE = 1200  # long side, in px, of the downscaled page the frame is searched on
+MIN_FRAME_FRACTION = 0.08  # a frame covers at least this share of the page's bounding area
+CANDIDATES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """How a page maps onto its template."""
+
+    matched: bool
+    score: float
+    homography: np.ndarray | None
+    """3x3, maps reference pixels (at the template's dpi) to page pixels."""
+    rotation_deg: float = 0.0
+    """Angle of the form's top edge on the page, counter-clockwise, in degrees."""
+    reason: str | None = None
+
+
+class Reference:
+    """A template's reference image prepared for registration (built once per template)."""
+
+    def __init__(self, template: Template) -> None:
+        path = template.reference_image_path
+        if path is None or not path.is_file():
+            raise TemplateError(
+                f"template {template.name!r} has no reference image"
+                + (f" ({path} is missing)" if path else "")
+                + "; run `roi synth --reference` or set reference_image"
+            )
+        image = cv2.imread(str(path), cv2.IMREAD_GRAYSCALE)
+        if image is None:
+            raise TemplateError(f"template {template.name!r}: cannot read reference image {path}")
+        full_w, full_h = template.reference_size_px
+        self.template = template
+        self.work_w = template.registration.work_width
+        self.scale = self.work_w / full_w  # reference px -> work px
+        self.work_h = round(full_h * self.scale)
+        gray = cv2.resize(image, (self.work_w, self.work_h), interpolation=cv2.INTER_AREA)
+        self.lines = ruling(gray, self.px_per_mm)
+        quads = frame_candidates(binarize(gray), 1)
+        if not quads:
+            raise TemplateError(f"template {template.name!r}: no ruled frame found in {path}")
+        self.frame = quads[0]
+        self.frame_mask = np.zeros_like(self.lines)
+        cv2.fillConvexPoly(self.frame_mask, self.frame.astype(np.int32), 255)
+        self.lines_blur = cv2.GaussianBlur(self.lines.astype(np.float32) / 255, (0, 0), 1.5)
+        tol = _tolerance_kernel(self.px_per_mm)
+        self.lines_tol = cv2.dilate(self.lines, tol)
+
+    @property
+    def px_per_mm(self) -> float:
+        return self.work_w / self.template.page.width_mm
+
+
+_REFERENCES: dict[tuple[str, Path | None, int], Reference] = {}
+
+
+def reference_for(template: Template) -> Reference:
+    """The process's :class:`Reference` of ``template`` (rebuilt when its image changes)."""
+    path = template.reference_image_path
+    mtime = path.stat().st_mtime_ns if path is not None and path.is_file() else 0
+    key = (template.name, path, mtime)
+    if key not in _REFERENCES:
+        _REFERENCES[key] = Reference(template)
+    return _REFERENCES[key]
+
+
+# -- image primitives -------------------------------------------------------------------------
+
+
+def to_gray(image: np.ndarray) -> np.ndarray:
+    return image if image.ndim == 2 else cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+
+
+def binarize(gray: np.ndarray) -> np.ndarray:
+    """Ink (255) on paper (0), robust to uneven lighting."""
+    block = max(15, (min(gray.shape[:2]) // 30) | 1)
+    return cv2.adaptiveThreshold(
+        gray, 255, cv2.ADAPTIVE_THRESH_MEAN_C, cv2.THRESH_BINARY_INV, block, 12
+    )
+
+
+def ruling(gray: np.ndarray, px_per_mm: float) -> np.ndarray:
+    """Horizontal and vertical ruled lines (at least 6 mm long) of an upright page."""
+    ink = binarize(gray)
+    length = max(9, round(6 * px_per_mm))
+    horizontal = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
+    vertical = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
+    return cv2.bitwise_or(horizontal, vertical)
+
+
+def _tolerance_kernel(px_per_mm: float) -> np.ndarray:
+    radius = max(1, round(0.5 * px_per_mm))
+    return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
+
+
+def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[np.ndarray]:
+    """Outlines (4x2 float32, clockwise from any corner) of the largest connected ink pieces."""
+    closed = cv2.morphologyEx(ink, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)
+    if count <= 1:
+        return []
+    min_area = MIN_FRAME_FRACTION * ink.shape[0] * ink.shape[1]
+    areas = stats[1:, cv2.CC_STAT_WIDTH] * stats[1:, cv2.CC_STAT_HEIGHT]
+    order = np.argsort(-areas)[:limit]
+    quads = []
+    for idx in order:
+        if areas[idx] < min_area:
+            break
+        ys, xs = np.nonzero(labels == idx + 1)
+        points = np.column_stack([xs, ys]).astype(np.int32)
+        quads.append(_quad(cv2.convexHull(points)))
+    return quads
+
+
+def _quad(hull: np.ndarray) -> np.ndarray:
+    """Four corners approximating a convex hull, clockwise (image coordinates)."""
+    perimeter = cv2.arcLength(hull, True)
+    quad = None
+    for eps in np.linspace(0.005, 0.08, 16):
+        approx = cv2.approxPolyDP(hull, eps * perimeter, True)
+        if len(approx) == 4:
+            quad = approx.reshape(4, 2).astype(np.float32)
+            break
+        if len(approx) < 4:
+            break
+    if quad is None:
+        quad = cv2.boxPoints(cv2.minAreaRect(hull)).astype(np.float32)
+    centre = quad.mean(axis=0)
+    angles = np.arctan2(quad[:, 1] - centre[1], quad[:, 0] - centre[0])
+    quad = quad[np.argsort(angles)]  # clockwise on screen (y down)
+    start = int(np.argmin(quad.sum(axis=1)))  # top-left-most first
+    return np.roll(quad, -start, axis=0)
+
+
+# -- registration -----------------------------------------------------------------------------
+
+
+def register(page: np.ndarray, template: Template) -> Alignment:
+    """Align ``page`` (BGR or gray) to ``template``'s reference."""
+    ref = reference_for(template)
+    gray = to_gray(page)
+    h, w = gray.shape[:2]
+    page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
+    small = cv2.resize(gray, (round(w * page_scale), round(h * page_scale)), interpolation=cv2.INTER_AREA) if page_scale < 1 else gray
+    quads = frame_candidates(binarize(small))
+    if not quads:
+        return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
+
+    best: tuple[float, np.ndarray] | None = None
+    for quad in quads:
+        for turn in range(4):
+            to_ref = cv2.getPerspectiveTransform(np.roll(quad, -turn, axis=0), ref.frame)
+            warped = cv2.warpPerspective(small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+            score = match_score(ref, ruling(warped, ref.px_per_mm))
+            if best is None or score > best[0]:
+                best = (score, to_ref)
+    assert best is not None
+    score, to_ref = best
+    refined = _refine(ref, small, to_ref)
+    if refined is not None and refined[0] > score:
+        score, to_ref = refined
+
+    # reference full px -> reference work px -> page work px -> page full px
+    ref_to_page_work = np.linalg.inv(to_ref)
+    homography = (
+        np.diag([1 / page_scale, 1 / page_scale, 1.0])
+        @ ref_to_page_work
+        @ np.diag([ref.scale, ref.scale, 1.0])
+    )
+    homography /= homography[2, 2]
+    matched = score >= template.registration.match_threshold
+    return Alignment(
+        matched=matched,
+        score=round(float(score), 4),
+        homography=homography,
+        rotation_deg=round(_top_edge_angle(homography, template), 2),
+        reason=None if matched else f"match score {score:.2f} below the template's threshold "
+        f"{template.registration.match_threshold:.2f}",
+    )
+
+
+def match_score(ref: Reference, page_lines: np.ndarray) -> float:
+    """F1 of reference ruling found on the page and page ruling (inside the frame) found on the
+    reference, with half a millimetre of tolerance."""
+    ref_total = np.count_nonzero(ref.lines)
+    page_in_frame = cv2.bitwise_and(page_lines, ref.frame_mask)
+    page_total = np.count_nonzero(page_in_frame)
+    if ref_total == 0 or page_total == 0:
+        return 0.0
+    page_tol = cv2.dilate(page_lines, _tolerance_kernel(ref.px_per_mm))
+    recall = np.count_nonzero(cv2.bitwise_and(ref.lines, page_tol)) / ref_total
+    precision = np.count_nonzero(cv2.bitwise_and(page_in_frame, ref.lines_tol)) / page_total
+    return 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
+
+
+def _refine(ref: Reference, small: np.ndarray, to_ref: np.ndarray) -> tuple[float, np.ndarray] | None:
+    """ECC on the ruling maps: sub-pixel homography refinement."""
+    warped = cv2.warpPerspective(small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+    lines = ruling(warped, ref.px_per_mm)
+    moving = cv2.GaussianBlur(lines.astype(np.float32) / 255, (0, 0), 1.5)
+    warp = np.eye(3, dtype=np.float32)
+    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 60, 1e-5)
+    try:
+        _, warp = cv2.findTransformECC(ref.lines_blur, moving, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5)
+    except cv2.error:
+        return None
+    # warp maps reference work px -> (page warped into reference) px
+    refined = np.linalg.inv(np.linalg.inv(to_ref) @ warp.astype(np.float64))
+    warped = cv2.warpPerspective(small, refined, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+    return match_score(ref, ruling(warped, ref.px_per_mm)), refined
+
+
+def _top_edge_angle(homography: np.ndarray, template: Template) -> float:
+    w, _ = template.reference_size_px
+    ends = cv2.perspectiveTransform(np.array([[[0, 0], [w, 0]]], np.float64), homography)[0]
+    dx, dy = ends[1] - ends[0]
+    return -math.degrees(math.atan2(dy, dx))

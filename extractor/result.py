@@ -1,0 +1,55 @@
+"""The result of an extraction: stable JSON, one object per document."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Source = Literal["roi", "fallback", "text_layer"]
+PageStatus = Literal["ok", "needs_review", "unmatched"]
+
+
+class FieldResult(BaseModel):
+    value: str | None = Field(description="Normalised value (amounts '1234.56', dates ISO).")
+    raw: str = Field(description="Text as recognised, before normalisation.")
+    confidence: float = Field(ge=0, le=1, description="Mean per-character recognition confidence.")
+    valid: bool
+    errors: list[str] = Field(default_factory=list, description="Why the value is not trusted.")
+    box: list[float] | None = Field(
+        default=None, description="[x, y, width, height] of the text read, in page pixels."
+    )
+    source: Source = "roi"
+
+
+class Timings(BaseModel):
+    """Milliseconds spent per pipeline stage on one page."""
+
+    decode: float = 0.0
+    register: float = 0.0
+    crop: float = 0.0
+    recognize: float = 0.0
+    validate: float = 0.0
+
+
+class PageResult(BaseModel):
+    page: int = Field(description="1-based page number in the document.")
+    template: str | None
+    status: PageStatus
+    matched: bool
+    match_score: float = Field(ge=0, le=1)
+    rotation_deg: float = 0.0
+    message: str | None = None
+    fields: dict[str, FieldResult] = Field(default_factory=dict)
+    timings_ms: Timings = Field(default_factory=Timings)
+
+
+class DocumentResult(BaseModel):
+    file: str
+    template: str
+    engine: str
+    pages: list[PageResult]
+
+    @property
+    def valid(self) -> bool:
+        return all(p.status == "ok" for p in self.pages)
