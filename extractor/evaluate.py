@@ -1,0 +1,200 @@
+"""``roi eval``: score extraction against documents that carry ground truth.
+
+A document ``X.jpg`` (or .png, .pdf, .tif) is scored when ``X.json`` lies beside it, holding
+``{"template": ..., "level": ..., "pages": [{"page": 0, "template": ..., "fields": {...}}]}``.
+A wrong value is *flagged* when the result marks it invalid, and *dangerous* when it passes as
+valid: the number that matters most.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from extractor.errors import RoiError
+from extractor.pipeline import Extractor
+from extractor.result import FieldResult
+
+DOCUMENT_SUFFIXES = {".jpg", ".jpeg", ".png", ".pdf", ".tif", ".tiff"}
+
+
+class Tally(BaseModel):
+    fields: int = 0
+    exact: int = 0
+    wrong_flagged: int = 0
+    wrong_valid: int = 0
+    char_errors: int = 0
+    chars: int = 0
+    fallback: int = 0
+
+    @property
+    def accuracy(self) -> float:
+        return self.exact / self.fields if self.fields else 0.0
+
+    @property
+    def cer(self) -> float:
+        return self.char_errors / self.chars if self.chars else 0.0
+
+    def add(self, expected: str, got: FieldResult | None) -> bool:
+        value = got.value if got is not None else None
+        self.fields += 1
+        self.chars += len(expected)
+        self.char_errors += edit_distance(expected, value or "")
+        if got is not None and got.source != "roi":
+            self.fallback += 1
+        if value == expected:
+            self.exact += 1
+            return True
+        if got is not None and got.valid:
+            self.wrong_valid += 1
+        else:
+            self.wrong_flagged += 1
+        return False
+
+
+class Miss(BaseModel):
+    file: str
+    page: int
+    field: str
+    expected: str
+    got: str | None
+    valid: bool
+
+
+class EvalReport(BaseModel):
+    documents: int = 0
+    pages: int = 0
+    seconds: float = 0.0
+    overall: Tally = Field(default_factory=Tally)
+    by_field: dict[str, Tally] = Field(default_factory=dict)
+    by_level: dict[str, Tally] = Field(default_factory=dict)
+    unmatched_pages: int = 0
+    non_invoice_pages: int = 0
+    non_invoice_rejected: int = 0
+    errors: list[str] = Field(default_factory=list)
+    misses: list[Miss] = Field(default_factory=list)
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.seconds if self.seconds else 0.0
+
+
+def edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def find_documents(root: Path) -> list[tuple[Path, Path]]:
+    """(document, truth) pairs under ``root``, sorted by path."""
+    pairs = []
+    for path in sorted(root.rglob("*")):
+        if path.suffix.lower() in DOCUMENT_SUFFIXES and path.with_suffix(".json").is_file():
+            pairs.append((path, path.with_suffix(".json")))
+    return pairs
+
+
+def evaluate(
+    root: Path,
+    template: str | None = None,
+    engine: str = "ppocr",
+    extractor: Extractor | None = None,
+) -> EvalReport:
+    extractor = extractor or Extractor(engine=engine)
+    report = EvalReport()
+    by_field: dict[str, Tally] = defaultdict(Tally)
+    by_level: dict[str, Tally] = defaultdict(Tally)
+    start = time.perf_counter()
+    for doc, truth_path in find_documents(root):
+        truth = json.loads(truth_path.read_text(encoding="utf-8"))
+        level = truth.get("level") or doc.parent.name
+        name = str(doc.relative_to(root))
+        report.documents += 1
+        try:
+            result = extractor.extract(doc, template or truth["template"])
+        except RoiError as exc:
+            report.errors.append(f"{name}: {exc}")
+            continue
+        pages = {p.page - 1: p for p in result.pages}
+        for expected_page in truth["pages"]:
+            report.pages += 1
+            got_page = pages.get(expected_page["page"])
+            if expected_page.get("template") is None:
+                report.non_invoice_pages += 1
+                if got_page is not None and got_page.status == "unmatched":
+                    report.non_invoice_rejected += 1
+                continue
+            if got_page is None or got_page.status == "unmatched":
+                report.unmatched_pages += 1
+            for field, expected in expected_page["fields"].items():
+                got = got_page.fields.get(field) if got_page is not None else None
+                ok = report.overall.add(expected, got)
+                by_field[field].add(expected, got)
+                by_level[level].add(expected, got)
+                if not ok:
+                    report.misses.append(
+                        Miss(
+                            file=name,
+                            page=expected_page["page"] + 1,
+                            field=field,
+                            expected=expected,
+                            got=got.value if got is not None else None,
+                            valid=bool(got is not None and got.valid),
+                        )
+                    )
+    report.seconds = round(time.perf_counter() - start, 2)
+    report.by_field = dict(sorted(by_field.items()))
+    report.by_level = dict(sorted(by_level.items(), key=lambda kv: _LEVEL_ORDER.get(kv[0], 99)))
+    return report
+
+
+_LEVEL_ORDER = {"clean": 0, "light": 1, "medium": 2, "heavy": 3, "multipage": 4}
+
+
+def print_report(report: EvalReport) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+
+    def tally_table(title: str, rows: dict[str, Tally]) -> Table:
+        table = Table(title=title, title_justify="left")
+        for col in ("", "fields", "exact", "accuracy", "CER", "wrong+flagged", "wrong+VALID", "fallback"):
+            table.add_column(col, justify="left" if not col else "right")
+        for name, t in rows.items():
+            table.add_row(
+                name,
+                str(t.fields),
+                str(t.exact),
+                f"{100 * t.accuracy:.1f}%",
+                f"{100 * t.cer:.2f}%",
+                str(t.wrong_flagged),
+                f"[bold red]{t.wrong_valid}[/]" if t.wrong_valid else "0",
+                f"{100 * t.fallback / t.fields:.0f}%" if t.fields else "-",
+            )
+        return table
+
+    console.print(tally_table("Per field", {**report.by_field, "ALL": report.overall}))
+    console.print(tally_table("Per degradation level", report.by_level))
+    console.print(
+        f"{report.documents} documents, {report.pages} pages in {report.seconds:.1f} s "
+        f"({report.pages_per_second:.2f} pages/s); unmatched invoice pages: {report.unmatched_pages}; "
+        f"non-invoice pages rejected: {report.non_invoice_rejected}/{report.non_invoice_pages}"
+    )
+    for err in report.errors:
+        console.print(f"[red]error[/] {err}")
+    if report.misses:
+        table = Table(title="Wrong values", title_justify="left")
+        for col in ("file", "page", "field", "expected", "got", "valid"):
+            table.add_column(col)
+        for m in report.misses:
+            table.add_row(m.file, str(m.page), m.field, m.expected, m.got or "", "VALID" if m.valid else "flagged")
+        console.print(table)
