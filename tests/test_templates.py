@@ -1,0 +1,62 @@
+from pathlib import Path
+
+import pytest
+
+from extractor.errors import TemplateError, TemplateNotFoundError
+from extractor.templates import FieldKind, TemplateStore, load_template_file
+
+
+def test_vat_invoice_template_loads() -> None:
+    t = TemplateStore().get("vat_invoice")
+    assert t.page.width_mm == 241 and t.page.height_mm == 140
+    names = [f.name for f in t.fields]
+    for required in ("invoice_code", "invoice_number", "issue_date", "buyer_tax_id", "total"):
+        assert required in names
+    assert t.field("total_in_words").kind is FieldKind.amount_words
+    assert t.reference_size_px == (1898, 1102)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+BASE = """
+name: bad
+page: {width_mm: 100, height_mm: 50}
+fields:
+"""
+
+
+def test_error_names_file_field_and_problem(tmp_path: Path) -> None:
+    path = _write(tmp_path, BASE + "  - {name: total, box: [1, 2, 3], kind: amount}\n")
+    with pytest.raises(TemplateError) as err:
+        load_template_file(path)
+    msg = str(err.value)
+    assert str(path) in msg and "'total'" in msg and "box" in msg
+
+
+def test_unknown_kind_and_box_off_page(tmp_path: Path) -> None:
+    with pytest.raises(TemplateError, match="kind"):
+        load_template_file(_write(tmp_path, BASE + "  - {name: a, box: [1, 2, 3, 4], kind: money}\n"))
+    with pytest.raises(TemplateError, match="outside"):
+        load_template_file(_write(tmp_path, BASE + "  - {name: a, box: [90, 2, 30, 4]}\n"))
+
+
+def test_rules_must_name_known_fields(tmp_path: Path) -> None:
+    text = BASE + "  - {name: a, box: [1, 2, 3, 4]}\nrules:\n  - {rule: sum, terms: [a, b], equals: a}\n"
+    with pytest.raises(TemplateError, match="unknown fields: b"):
+        load_template_file(_write(tmp_path, text))
+
+
+def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
+    with pytest.raises(TemplateError, match="not valid YAML"):
+        load_template_file(_write(tmp_path, "!!python/object/apply:os.system ['true']\n"))
+
+
+def test_lookup_is_by_name_only() -> None:
+    store = TemplateStore()
+    for name in ("../../etc/passwd", "nope", "", "VAT_INVOICE"):
+        with pytest.raises(TemplateNotFoundError):
+            store.get(name)
