@@ -1,0 +1,51 @@
+"""`roi extract` on bad input: a clear one-line error and a non-zero exit, never a traceback."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+
+def roi(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "extractor.cli", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+def _truncated_pdf(path: Path) -> Path:
+    doc = pymupdf.open()
+    doc.new_page().insert_text((50, 50), "hello")
+    path.write_bytes(doc.tobytes()[:150])
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        ("empty.png", b"", "empty"),
+        ("notes.png", b"this is a text file, not an image\n", "unsupported file type"),
+        ("scan.jpg", b"\xff\xd8\xff\xe0" + b"\x00" * 64, "corrupt"),
+    ],
+)
+def test_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> None:
+    path = tmp_path / name
+    path.write_bytes(content)
+    proc = roi("extract", str(path), "--template", "vat_invoice")
+    assert proc.returncode == 2
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_truncated_pdf(tmp_path: Path) -> None:
+    proc = roi("extract", str(_truncated_pdf(tmp_path / "t.pdf")), "--template", "vat_invoice")
+    assert proc.returncode == 2
+    assert "PDF" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_unknown_template_and_missing_file(tmp_path: Path) -> None:
+    proc = roi("extract", str(tmp_path / "x.png"), "--template", "no_such_template")
+    assert proc.returncode == 2
+    assert "unknown template 'no_such_template'" in proc.stderr and "Traceback" not in proc.stderr
+    proc = roi("extract", str(tmp_path / "missing.pdf"), "--template", "vat_invoice")
+    assert proc.returncode == 2 and "no such file" in proc.stderr
