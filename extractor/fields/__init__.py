@@ -1,0 +1,41 @@
+"""Field values: allowlists for recognition, normalisers, validators and cross-field rules."""
+
+from extractor.fields.charsets import NAMED_CHARSETS, USCC_CHARSET, resolve_allowlist
+from extractor.fields.check import FieldCheck, check_rules, check_value
+from extractor.fields.errors import FieldValueError
+from extractor.fields.normalize import (
+    NORMALIZERS,
+    get_normalizer,
+    normalize_amount,
+    normalize_amount_words,
+    normalize_date,
+    normalize_digits,
+    normalize_tax_id,
+    normalize_text,
+)
+from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
+from extractor.fields.words import amount_to_words, parse_amount_words
+
+__all__ = [
+    "NAMED_CHARSETS",
+    "NORMALIZERS",
+    "USCC_CHARSET",
+    "FieldCheck",
+    "FieldValueError",
+    "amount_to_words",
+    "check_rules",
+    "check_value",
+    "get_normalizer",
+    "is_valid_uscc",
+    "normalize_amount",
+    "normalize_amount_words",
+    "normalize_date",
+    "normalize_digits",
+    "normalize_tax_id",
+    "normalize_text",
+    "parse_amount_words",
+    "resolve_allowlist",
+    "tax_id_errors",
+    "uscc_check_char",
+    "uscc_error",
+]

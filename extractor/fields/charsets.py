@@ -1,0 +1,62 @@
+"""Named character allowlists for recognition, and how a field's ``allowlist`` resolves."""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from extractor.templates import FieldKind
+
+DIGITS = "0123456789"
+UPPER = string.ascii_uppercase
+USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
+"""GB 32100-2015: digits and 21 capitals (no I, O, S, V, Z); a character's value is its index."""
+
+AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负"
+
+NAMED_CHARSETS: Mapping[str, str] = MappingProxyType(
+    {
+        "digits": DIGITS,
+        "amount": DIGITS + ".,¥￥-",
+        "date": DIGITS + "年月日-./",
+        "tax_id": DIGITS + UPPER,  # older 15/20-char ids may hold any capital
+        "uscc": USCC_CHARSET,
+        "amount_words": AMOUNT_WORDS_CHARSET,
+        "alnum": DIGITS + UPPER + string.ascii_lowercase,
+    }
+)
+
+_KIND_DEFAULT: Mapping[FieldKind, str | None] = MappingProxyType(
+    {
+        FieldKind.code: "digits",
+        FieldKind.amount: "amount",
+        FieldKind.date: "date",
+        FieldKind.tax_id: "tax_id",
+        FieldKind.amount_words: "amount_words",
+        FieldKind.text: None,
+    }
+)
+
+_LOOKS_LIKE_NAME = re.compile(r"[a-z_]+")
+
+
+def resolve_allowlist(spec: str | None, kind: FieldKind) -> str | None:
+    """The characters a recogniser may emit for a field; ``None`` means unconstrained.
+
+    ``spec`` is a name from :data:`NAMED_CHARSETS` or the characters themselves (duplicates
+    dropped, order kept); ``None`` picks the kind's default. A spec made only of ``[a-z_]``
+    that is not a known name is taken for a misspelt name and raises ``ValueError``.
+    """
+    if spec is None:
+        name = _KIND_DEFAULT[FieldKind(kind)]
+        return None if name is None else NAMED_CHARSETS[name]
+    if spec in NAMED_CHARSETS:
+        return NAMED_CHARSETS[spec]
+    if _LOOKS_LIKE_NAME.fullmatch(spec):
+        known = ", ".join(sorted(NAMED_CHARSETS))
+        raise ValueError(f"unknown charset name {spec!r} (known: {known})")
+    if not spec:
+        raise ValueError("an allowlist cannot be empty")
+    return "".join(dict.fromkeys(spec))

@@ -1,0 +1,152 @@
+"""What the pipeline calls: check one field's raw text, then the template's cross-field rules."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from types import MappingProxyType
+
+from extractor.fields.errors import FieldValueError
+from extractor.fields.money import format_money
+from extractor.fields.normalize import get_normalizer
+from extractor.fields.taxid import tax_id_errors
+from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template
+
+_MONEY = re.compile(r"-?[0-9]+\.[0-9]{2}")
+_DIGITS = re.compile(r"[0-9]+")
+_ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    value: str | None
+    """The normalised value; the stripped raw text when it could not be normalised; ``None``
+    when the raw text is empty."""
+    errors: list[str]
+    """Empty when the value is valid."""
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def _money_errors(value: str) -> list[str]:
+    return [] if _MONEY.fullmatch(value) else [f"{value!r} is not an amount with 2 decimals"]
+
+
+def _code_errors(value: str) -> list[str]:
+    return [] if _DIGITS.fullmatch(value) else [f"{value!r} is not all digits"]
+
+
+def _date_errors(value: str) -> list[str]:
+    if _ISO_DATE.fullmatch(value):
+        try:
+            dt.date.fromisoformat(value)
+            return []
+        except ValueError:
+            return [f"{value} is not a calendar date"]
+    return [f"{value!r} is not a YYYY-MM-DD date"]
+
+
+Validator = Callable[[str], list[str]]
+
+VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
+    {
+        FieldKind.text: lambda value: [],
+        FieldKind.code: _code_errors,
+        FieldKind.amount: _money_errors,
+        FieldKind.amount_words: _money_errors,
+        FieldKind.date: _date_errors,
+        FieldKind.tax_id: tax_id_errors,
+    }
+)
+
+
+def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
+    """Normalise ``raw`` for ``spec``, then validate it (kind's validator, then ``spec.regex``).
+
+    * empty (or whitespace) raw: ``value=None``, errors ``["empty"]`` if required, else none;
+    * raw that cannot be normalised: ``value`` is the stripped raw text, errors the reason;
+    * otherwise ``value`` is the normalised value and errors every validation failure.
+
+    An unknown ``spec.normalizer`` is a template error and raises ``ValueError``.
+    """
+    normalize = get_normalizer(spec.normalizer, spec.kind)
+    text = raw.strip()
+    if not text:
+        return FieldCheck(None, ["empty"] if spec.required else [])
+    try:
+        value = normalize(text)
+    except FieldValueError as exc:
+        return FieldCheck(text, [str(exc)])
+    errors = list(VALIDATORS[spec.kind](value))
+    if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
+        errors.append(f"does not match {spec.regex}")
+    return FieldCheck(value, errors)
+
+
+def _as_decimal(value: str | None) -> Decimal | None:
+    if value is None:
+        return None
+    try:
+        number = Decimal(value)
+    except InvalidOperation:
+        return None
+    return number if number.is_finite() else None
+
+
+def _money(value: Decimal) -> str:
+    try:
+        return format_money(value)
+    except ValueError:
+        return str(value)
+
+
+def _sum_error(rule: SumRule, values: Mapping[str, str | None]) -> str | None:
+    terms = [_as_decimal(values.get(name)) for name in rule.terms]
+    equals = _as_decimal(values.get(rule.equals))
+    if equals is None or any(t is None for t in terms):
+        return None  # the field with no usable value already carries its own error
+    total = sum((t for t in terms if t is not None), Decimal(0))
+    if total.quantize(Decimal("0.01")) == equals.quantize(Decimal("0.01")):
+        return None
+    return f"{' + '.join(rule.terms)} = {_money(total)} but {rule.equals} is {_money(equals)}"
+
+
+def _same_error(rule: SameRule, values: Mapping[str, str | None]) -> str | None:
+    raw = [values.get(name) for name in rule.fields]
+    if any(v is None for v in raw):
+        return None
+    texts = [v for v in raw if v is not None]
+    numbers = [_as_decimal(v) for v in texts]
+    if all(n is not None for n in numbers):
+        if len(set(numbers)) == 1:
+            return None
+    elif len(set(texts)) == 1:
+        return None
+    names = ", ".join(rule.fields[:-1]) + f" and {rule.fields[-1]}"
+    return f"{names} differ: {' vs '.join(texts)}"
+
+
+def check_rules(template: Template, values: Mapping[str, str | None]) -> dict[str, list[str]]:
+    """Apply ``template.rules`` to normalised values; field name -> errors (failing fields only).
+
+    A failing rule adds its message to every field it names. A rule that names a field whose
+    value is missing (``None`` or absent) or, for a sum, not a number, is skipped.
+    """
+    errors: dict[str, list[str]] = {}
+    for rule in template.rules:
+        if isinstance(rule, SumRule):
+            message = _sum_error(rule, values)
+            names = [*rule.terms, rule.equals]
+        else:
+            message = _same_error(rule, values)
+            names = list(rule.fields)
+        if message is None:
+            continue
+        for name in dict.fromkeys(names):
+            errors.setdefault(name, []).append(message)
+    return errors

@@ -1,0 +1,174 @@
+"""Normalisers: raw recognised text -> the canonical value of a field.
+
+Each is a pure function ``str -> str`` raising :class:`FieldValueError` with a message for a
+person when the text cannot be normalised. They normalise only; checks that a well-formed
+value is also *valid* (a USCC check digit, say) live in the validators of ``check.py``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import unicodedata
+from collections.abc import Callable, Mapping
+from decimal import Decimal
+from types import MappingProxyType
+
+from extractor.fields.errors import FieldValueError
+from extractor.fields.money import format_money
+from extractor.fields.words import parse_amount_words
+from extractor.templates import FieldKind
+
+MIN_YEAR = 1990
+MAX_YEAR = 2100
+
+_CURRENCY = "¥"  # NFKC folds the full-width ￥ onto this one
+_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
+_GROUPED_NUMBER = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?", re.ASCII)
+_DATE_CN = re.compile(r"(?P<y>\d{4})年(?P<m>\d{1,2})月(?P<d>\d{1,2})日?", re.ASCII)
+_DATE_SEP = re.compile(
+    r"(?P<y>\d{4})(?P<sep1>[-./])(?P<m>\d{1,2})(?P<sep2>[-./])(?P<d>\d{1,2})", re.ASCII
+)
+_DATE_COMPACT = re.compile(r"(?P<y>\d{4})(?P<m>\d{2})(?P<d>\d{2})", re.ASCII)
+
+
+def _squeeze(raw: str) -> str:
+    """Drop all whitespace (OCR inserts spaces between printed groups)."""
+    return "".join(raw.split())
+
+
+def _ascii_digits(text: str) -> str:
+    """Full-width digits and ASCII-like punctuation -> ASCII; leaves CJK alone."""
+    return "".join(
+        unicodedata.normalize("NFKC", ch) if "\uff01" <= ch <= "\uff5e" else ch for ch in text
+    )
+
+
+def normalize_amount(raw: str) -> str:
+    """Money in figures: ``"¥1,234.56"``, ``"￥ 1234.5"``, ``"１２３４．５６"`` -> ``"1234.56"``.
+
+    One currency sign and one leading minus (either order) are allowed; thousands separators
+    must group by three; at most two decimals (never rounded).
+    """
+    text = _ascii_digits(_squeeze(raw)).replace("\uffe5", _CURRENCY).replace("\u2212", "-")
+    if not text:
+        raise FieldValueError("empty")
+    negative = currency = False
+    for _ in range(2):
+        if text[:1] == "-" and not negative:
+            negative, text = True, text[1:]
+        elif text[:1] == _CURRENCY and not currency:
+            currency, text = True, text[1:]
+    bad = "".join(dict.fromkeys(ch for ch in text if not (ch.isascii() and ch in "0123456789.,")))
+    if bad:
+        raise FieldValueError(f"unexpected characters in an amount: {bad!r}")
+    if not text:
+        raise FieldValueError("no digits in the amount")
+    if text.count(".") > 1:
+        raise FieldValueError(f"more than one decimal point in {text!r}")
+    if "," in text and not _GROUPED_NUMBER.fullmatch(text):
+        raise FieldValueError(f"misplaced thousands separator in {text!r}")
+    text = text.replace(",", "")
+    if not _PLAIN_NUMBER.fullmatch(text):
+        raise FieldValueError(f"not an amount: {text!r}")
+    if "." in text and len(text.split(".")[1]) > 2:
+        raise FieldValueError(f"more than two decimal places in {text!r}")
+    value = Decimal(text)
+    return format_money(-value if negative else value)
+
+
+def normalize_date(raw: str) -> str:
+    """``2024年5月2日``, ``2024-05-12``, ``2024.05.12``, ``2024/5/12``, ``20240512`` -> ISO.
+
+    The date must exist in the calendar and its year lie in 1990..2100.
+    """
+    text = _ascii_digits(_squeeze(raw))
+    if not text:
+        raise FieldValueError("empty")
+    if m := _DATE_SEP.fullmatch(text):
+        if m["sep1"] != m["sep2"]:
+            raise FieldValueError(f"mixed date separators in {text!r}")
+    else:
+        m = _DATE_CN.fullmatch(text) or _DATE_COMPACT.fullmatch(text)
+    if m is None:
+        raise FieldValueError(f"not a date: {text!r}")
+    return _checked_date(int(m["y"]), int(m["m"]), int(m["d"]))
+
+
+def _checked_date(year: int, month: int, day: int) -> str:
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise FieldValueError(f"year {year} is outside {MIN_YEAR}..{MAX_YEAR}")
+    try:
+        return dt.date(year, month, day).isoformat()
+    except ValueError:
+        raise FieldValueError(f"{year:04d}-{month:02d}-{day:02d} is not a calendar date") from None
+
+
+def normalize_digits(raw: str) -> str:
+    """A code of digits: spaces dropped, full-width digits -> ASCII, anything else rejected."""
+    text = _ascii_digits(_squeeze(raw))
+    if not text:
+        raise FieldValueError("empty")
+    bad = "".join(dict.fromkeys(ch for ch in text if ch not in "0123456789"))
+    if bad:
+        raise FieldValueError(f"non-digit characters: {bad!r}")
+    return text
+
+
+def normalize_tax_id(raw: str) -> str:
+    """Upper-case, spaces dropped, full-width -> ASCII. Validity is checked separately."""
+    text = _ascii_digits(_squeeze(raw)).upper()
+    if not text:
+        raise FieldValueError("empty")
+    return text
+
+
+def normalize_text(raw: str) -> str:
+    """Surrounding whitespace stripped, inner runs collapsed to one space; nothing else.
+
+    No NFKC: full-width brackets and the like in company names are kept as printed.
+    """
+    text = " ".join(raw.split())
+    if not text:
+        raise FieldValueError("empty")
+    return text
+
+
+def normalize_amount_words(raw: str) -> str:
+    """Amount in Chinese capitals -> ``"1234.56"`` (see :mod:`extractor.fields.words`)."""
+    return parse_amount_words(raw)
+
+
+Normalizer = Callable[[str], str]
+
+NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
+    {
+        "amount": normalize_amount,
+        "date": normalize_date,
+        "digits": normalize_digits,
+        "tax_id": normalize_tax_id,
+        "text": normalize_text,
+        "amount_words": normalize_amount_words,
+    }
+)
+
+DEFAULT_NORMALIZER: Mapping[FieldKind, str] = MappingProxyType(
+    {
+        FieldKind.text: "text",
+        FieldKind.code: "digits",
+        FieldKind.amount: "amount",
+        FieldKind.amount_words: "amount_words",
+        FieldKind.date: "date",
+        FieldKind.tax_id: "tax_id",
+    }
+)
+
+
+def get_normalizer(name: str | None, kind: FieldKind) -> Normalizer:
+    """The normaliser named ``name``, or the kind's default when ``name`` is None."""
+    key = DEFAULT_NORMALIZER[FieldKind(kind)] if name is None else name
+    try:
+        return NORMALIZERS[key]
+    except KeyError:
+        known = ", ".join(sorted(NORMALIZERS))
+        raise ValueError(f"unknown normalizer {name!r} (known: {known})") from None

@@ -1,0 +1,210 @@
+import pytest
+
+from extractor.fields import FieldCheck, check_rules, check_value
+from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template, TemplateStore
+
+
+@pytest.fixture(scope="module")
+def vat() -> Template:
+    return TemplateStore().get("vat_invoice")
+
+
+def _spec(**kw: object) -> FieldSpec:
+    return FieldSpec.model_validate({"name": "f", "box": [0, 0, 10, 5], **kw})
+
+
+GOOD = {
+    "invoice_code": "044001900111",
+    "invoice_number": "12345678",
+    "issue_date": "2024-05-12",
+    "check_code": "12345678901234567890",
+    "buyer_name": "深圳市某某科技有限公司",
+    "buyer_tax_id": "91350100M000100Y43",
+    "amount": "1000.00",
+    "tax": "130.00",
+    "total_in_words": "1130.00",
+    "total": "1130.00",
+    "seller_name": "某某贸易（上海）有限公司",
+    "seller_tax_id": "91512081MA62K0260E",
+}
+
+
+@pytest.mark.parametrize(
+    ("field", "raw", "value"),
+    [
+        ("invoice_code", "0440 0190 0111", "044001900111"),
+        ("invoice_number", "1234 5678", "12345678"),
+        ("issue_date", "2024年05月12日", "2024-05-12"),
+        ("check_code", "12345 67890 12345 67890", "12345678901234567890"),
+        ("buyer_name", " 深圳市某某科技有限公司 ", "深圳市某某科技有限公司"),
+        ("buyer_tax_id", "91350100m000100y43", "91350100M000100Y43"),
+        ("seller_tax_id", "110108123456789", "110108123456789"),
+        ("amount", "¥1,000.00", "1000.00"),
+        ("tax", "￥130", "130.00"),
+        ("total_in_words", "⊗壹仟壹佰叁拾元整", "1130.00"),
+        ("total", "¥1130.00", "1130.00"),
+    ],
+)
+def test_good_values(vat: Template, field: str, raw: str, value: str) -> None:
+    assert check_value(vat.field(field), raw) == FieldCheck(value, [])
+
+
+def test_wrong_uscc_check_digit_keeps_the_value(vat: Template) -> None:
+    result = check_value(vat.field("seller_tax_id"), "91350100M000100Y44")
+    assert result.value == "91350100M000100Y44"
+    assert result.errors == ["check digit is 4, expected 3"]
+    assert not result.ok
+
+
+def test_tax_id_of_wrong_length(vat: Template) -> None:
+    result = check_value(vat.field("buyer_tax_id"), "9135010OM00")
+    assert result.value == "9135010OM00"
+    assert result.errors == ["a taxpayer id is 18 characters (or 15/20 for older ids), got 11"]
+
+
+def test_regex_is_checked_on_the_normalised_value(vat: Template) -> None:
+    result = check_value(vat.field("invoice_code"), "1234 5678 901")
+    assert result.value == "12345678901"
+    assert result.errors == [r"does not match ^(\d{10}|\d{12})$"]
+
+
+def test_normalisation_failure_returns_the_stripped_raw(vat: Template) -> None:
+    assert check_value(vat.field("issue_date"), " 2024年02月30日 ") == FieldCheck(
+        "2024年02月30日", ["2024-02-30 is not a calendar date"]
+    )
+    assert check_value(vat.field("invoice_number"), "1234S678") == FieldCheck(
+        "1234S678", ["non-digit characters: 'S'"]
+    )
+    result = check_value(vat.field("total_in_words"), "壹仟壹佰叁拾元")
+    assert result.value == "壹仟壹佰叁拾元"
+    assert result.errors == ["an amount with no 角/分 ends in 元整"]
+
+
+def test_empty_raw_depends_on_required(vat: Template) -> None:
+    assert vat.field("invoice_code").required
+    assert check_value(vat.field("invoice_code"), "  ") == FieldCheck(None, ["empty"])
+    assert not vat.field("check_code").required
+    assert check_value(vat.field("check_code"), "") == FieldCheck(None, [])
+
+
+def test_explicit_normalizer_overrides_the_kind() -> None:
+    spec = _spec(kind="text", normalizer="digits")
+    assert check_value(spec, "12 34") == FieldCheck("1234", [])
+
+
+def test_kind_validator_runs_after_another_normalizer() -> None:
+    code_as_text = _spec(kind="code", normalizer="text")
+    assert check_value(code_as_text, "12 A4") == FieldCheck("12 A4", ["'12 A4' is not all digits"])
+    amount_as_text = _spec(kind="amount", normalizer="text")
+    assert check_value(amount_as_text, "12.5").errors == ["'12.5' is not an amount with 2 decimals"]
+    date_as_digits = _spec(kind=FieldKind.date, normalizer="digits")
+    assert check_value(date_as_digits, "20240512").errors == ["'20240512' is not a YYYY-MM-DD date"]
+
+
+def test_validator_and_regex_errors_accumulate() -> None:
+    spec = _spec(kind="tax_id", regex=r"^9.*$")
+    assert check_value(spec, "81350100M000100Y43").errors == [
+        "check digit is 3, expected 4",
+        "does not match ^9.*$",
+    ]
+
+
+def test_unknown_normalizer_is_a_template_error() -> None:
+    with pytest.raises(ValueError, match="unknown normalizer 'money'"):
+        check_value(_spec(normalizer="money"), "1")
+
+
+def test_rules_pass_on_a_consistent_invoice(vat: Template) -> None:
+    assert check_rules(vat, GOOD) == {}
+
+
+def test_total_that_does_not_add_up(vat: Template) -> None:
+    values = {**GOOD, "total": "1300.00", "total_in_words": "1300.00"}
+    message = "amount + tax = 1130.00 but total is 1300.00"
+    assert check_rules(vat, values) == {"amount": [message], "tax": [message], "total": [message]}
+
+
+def test_words_and_figures_mismatch(vat: Template) -> None:
+    values = {**GOOD, "total_in_words": "1103.00"}
+    message = "total_in_words and total differ: 1103.00 vs 1130.00"
+    assert check_rules(vat, values) == {"total_in_words": [message], "total": [message]}
+
+
+def test_both_rules_fail_on_the_total(vat: Template) -> None:
+    values = {**GOOD, "total": "1131.00"}
+    errors = check_rules(vat, values)
+    assert errors["total"] == [
+        "amount + tax = 1130.00 but total is 1131.00",
+        "total_in_words and total differ: 1130.00 vs 1131.00",
+    ]
+    assert set(errors) == {"amount", "tax", "total", "total_in_words"}
+
+
+def test_sum_is_compared_to_the_cent(vat: Template) -> None:
+    # the sum holds to the cent; the words rule compares exact values and fails
+    message = "total_in_words and total differ: 1130.00 vs 1130.004"
+    assert check_rules(vat, {**GOOD, "total": "1130.004"}) == {
+        "total_in_words": [message],
+        "total": [message],
+    }
+    off_by_a_cent = check_rules(vat, {**GOOD, "total": "1130.01", "total_in_words": "1130.01"})
+    assert off_by_a_cent["amount"] == ["amount + tax = 1130.00 but total is 1130.01"]
+
+
+def test_same_rule_compares_decimals_numerically(vat: Template) -> None:
+    assert check_rules(vat, {**GOOD, "total_in_words": "1130", "total": "1130.00"}) == {}
+
+
+def test_rules_with_missing_or_unparseable_values_are_skipped(vat: Template) -> None:
+    assert check_rules(vat, {**GOOD, "tax": None, "total_in_words": None, "total": "9"}) == {}
+    assert check_rules(vat, {**GOOD, "amount": "壹仟元整", "total_in_words": "9.00"}) == {
+        "total_in_words": ["total_in_words and total differ: 9.00 vs 1130.00"],
+        "total": ["total_in_words and total differ: 9.00 vs 1130.00"],
+    }
+    values = dict(GOOD)
+    del values["total"]
+    assert check_rules(vat, values) == {}
+
+
+def test_same_rule_on_strings() -> None:
+    template = Template.model_validate(
+        {
+            "name": "t",
+            "page": {"width_mm": 100, "height_mm": 100},
+            "fields": [
+                {"name": "a", "box": [0, 0, 10, 5]},
+                {"name": "b", "box": [0, 10, 10, 5]},
+                {"name": "c", "box": [0, 20, 10, 5]},
+            ],
+            "rules": [{"rule": "same", "fields": ["a", "b", "c"]}],
+        }
+    )
+    assert isinstance(template.rules[0], SameRule)
+    assert check_rules(template, {"a": "X公司", "b": "X公司", "c": "X公司"}) == {}
+    message = "a, b and c differ: X公司 vs X公司 vs Y公司"
+    assert check_rules(template, {"a": "X公司", "b": "X公司", "c": "Y公司"}) == {
+        "a": [message],
+        "b": [message],
+        "c": [message],
+    }
+    # all numbers: compared as Decimals; otherwise as strings
+    assert check_rules(template, {"a": "1.0", "b": "1.00", "c": "1"}) == {}
+    assert check_rules(template, {"a": "1.0", "b": "1.00", "c": "x"})["a"] == [
+        "a, b and c differ: 1.0 vs 1.00 vs x"
+    ]
+
+
+def test_sum_rule_with_three_terms() -> None:
+    template = Template.model_validate(
+        {
+            "name": "t",
+            "page": {"width_mm": 100, "height_mm": 100},
+            "fields": [{"name": n, "box": [0, i * 10, 10, 5]} for i, n in enumerate("abcd")],
+            "rules": [{"rule": "sum", "terms": ["a", "b", "c"], "equals": "d"}],
+        }
+    )
+    assert isinstance(template.rules[0], SumRule)
+    assert check_rules(template, {"a": "0.10", "b": "0.20", "c": "-0.05", "d": "0.25"}) == {}
+    assert check_rules(template, {"a": "1", "b": "2", "c": "3", "d": "7"})["d"] == [
+        "a + b + c = 6.00 but d is 7.00"
+    ]
