@@ -17,8 +17,8 @@ EXIT_OK, EXIT_REVIEW, EXIT_ERROR = 0, 1, 2
 def _extract(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from extractor.pipeline import Extractor
     from extractor.display import document_table
+    from extractor.pipeline import Extractor
 
     extractor = Extractor(engine=args.engine, dpi=args.dpi)
     extractor.templates.get(args.template)  # unknown template: fail before reading any file
@@ -45,10 +45,15 @@ def _templates(args: argparse.Namespace) -> int:
 
     store = TemplateStore()
     if args.name:
-        print(json.dumps(store.get(args.name).model_dump(mode="json"), ensure_ascii=False, indent=2))
+        print(
+            json.dumps(store.get(args.name).model_dump(mode="json"), ensure_ascii=False, indent=2)
+        )
         return EXIT_OK
     for template in store.all():
-        print(f"{template.name:<24} v{template.version}  {len(template.fields):>2} fields  {template.title}")
+        print(
+            f"{template.name:<24} v{template.version}  "
+            f"{len(template.fields):>2} fields  {template.title}"
+        )
     return EXIT_OK
 
 

@@ -86,9 +86,15 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
-    h, w = ink.shape
-    horiz = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (max(9, round(12 * ppm)), 1)))
-    vert = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, max(9, round(min(h * 0.8, 6 * ppm))))))
+    h, _w = ink.shape
+    horiz = cv2.morphologyEx(
+        ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (max(9, round(12 * ppm)), 1))
+    )
+    vert = cv2.morphologyEx(
+        ink,
+        cv2.MORPH_OPEN,
+        cv2.getStructuringElement(cv2.MORPH_RECT, (1, max(9, round(min(h * 0.8, 6 * ppm))))),
+    )
     lines = cv2.dilate(cv2.bitwise_or(horiz, vert), np.ones((3, 3), np.uint8))
     ink[lines > 0] = 0
     clean[lines > 0] = WHITE

@@ -167,7 +167,16 @@ def print_report(report: EvalReport) -> None:
 
     def tally_table(title: str, rows: dict[str, Tally]) -> Table:
         table = Table(title=title, title_justify="left")
-        for col in ("", "fields", "exact", "accuracy", "CER", "wrong+flagged", "wrong+VALID", "fallback"):
+        for col in (
+            "",
+            "fields",
+            "exact",
+            "accuracy",
+            "CER",
+            "wrong+flagged",
+            "wrong+VALID",
+            "fallback",
+        ):
             table.add_column(col, justify="left" if not col else "right")
         for name, t in rows.items():
             table.add_row(
@@ -186,7 +195,8 @@ def print_report(report: EvalReport) -> None:
     console.print(tally_table("Per degradation level", report.by_level))
     console.print(
         f"{report.documents} documents, {report.pages} pages in {report.seconds:.1f} s "
-        f"({report.pages_per_second:.2f} pages/s); unmatched invoice pages: {report.unmatched_pages}; "
+        f"({report.pages_per_second:.2f} pages/s); "
+        f"unmatched invoice pages: {report.unmatched_pages}; "
         f"non-invoice pages rejected: {report.non_invoice_rejected}/{report.non_invoice_pages}"
     )
     for err in report.errors:
@@ -196,5 +206,12 @@ def print_report(report: EvalReport) -> None:
         for col in ("file", "page", "field", "expected", "got", "valid"):
             table.add_column(col)
         for m in report.misses:
-            table.add_row(m.file, str(m.page), m.field, m.expected, m.got or "", "VALID" if m.valid else "flagged")
+            table.add_row(
+                m.file,
+                str(m.page),
+                m.field,
+                m.expected,
+                m.got or "",
+                "VALID" if m.valid else "flagged",
+            )
         console.print(table)

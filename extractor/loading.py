@@ -13,7 +13,12 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from extractor.errors import CorruptInputError, InputError, TooLargeInputError, UnsupportedInputError
+from extractor.errors import (
+    CorruptInputError,
+    InputError,
+    TooLargeInputError,
+    UnsupportedInputError,
+)
 
 DEFAULT_DPI = 200
 MAX_PAGES = 200
@@ -88,7 +93,9 @@ def iter_pages(
     """
     kind = sniff(data)
     if kind == "pdf":
-        yield from _pdf_pages(data, dpi=dpi, pages=pages, max_pages=max_pages, max_pixels=max_pixels)
+        yield from _pdf_pages(
+            data, dpi=dpi, pages=pages, max_pages=max_pages, max_pixels=max_pixels
+        )
     elif kind == "tiff":
         yield from _tiff_pages(data, pages=pages, max_pages=max_pages, max_pixels=max_pixels)
     else:
@@ -128,7 +135,9 @@ def _decode_image(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
         _check_pixels(*size, max_pixels, "the image")
     image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
     if image is None or image.size == 0:
-        raise CorruptInputError(f"the {kind.upper()} image is corrupt or truncated and cannot be decoded")
+        raise CorruptInputError(
+            f"the {kind.upper()} image is corrupt or truncated and cannot be decoded"
+        )
     return image
 
 
@@ -172,7 +181,9 @@ def _pdf_pages(
             try:
                 page = doc.load_page(index)
                 rect = page.rect
-                _check_pixels(rect.width * zoom, rect.height * zoom, max_pixels, f"PDF page {index + 1}")
+                _check_pixels(
+                    rect.width * zoom, rect.height * zoom, max_pixels, f"PDF page {index + 1}"
+                )
                 pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             except TooLargeInputError:
                 raise

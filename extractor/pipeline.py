@@ -76,9 +76,13 @@ class Extractor:
             if page is None:
                 break
             results.append(self.extract_page(page, tpl, timings))
-        return DocumentResult(file=name or label, template=tpl.name, engine=self.engine.name, pages=results)
+        return DocumentResult(
+            file=name or label, template=tpl.name, engine=self.engine.name, pages=results
+        )
 
-    def extract_page(self, page: Page, template: Template, timings: Timings | None = None) -> PageResult:
+    def extract_page(
+        self, page: Page, template: Template, timings: Timings | None = None
+    ) -> PageResult:
         timings = timings or Timings()
         with _timed(timings, "register"):
             alignment = register(page.image, template)
@@ -109,7 +113,7 @@ class Extractor:
             timings_ms=timings,
         )
 
-    def _field(self, spec, crop: Crop, raw: str, confidence: float) -> FieldResult:  # noqa: ANN001
+    def _field(self, spec, crop: Crop, raw: str, confidence: float) -> FieldResult:
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         if raw and confidence < self.min_confidence:
@@ -135,10 +139,17 @@ def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
 def _bounds(quad: np.ndarray) -> list[float]:
     x0, y0 = quad.min(axis=0)
     x1, y1 = quad.max(axis=0)
-    return [round(float(x0), 1), round(float(y0), 1), round(float(x1 - x0), 1), round(float(y1 - y0), 1)]
+    return [
+        round(float(x0), 1),
+        round(float(y0), 1),
+        round(float(x1 - x0), 1),
+        round(float(y1 - y0), 1),
+    ]
 
 
-def _unmatched(page: Page, template: Template, alignment: Alignment, timings: Timings) -> PageResult:
+def _unmatched(
+    page: Page, template: Template, alignment: Alignment, timings: Timings
+) -> PageResult:
     return PageResult(
         page=page.index + 1,
         template=template.name,

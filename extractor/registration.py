@@ -106,8 +106,12 @@ def ruling(gray: np.ndarray, px_per_mm: float) -> np.ndarray:
     """Horizontal and vertical ruled lines (at least 6 mm long) of an upright page."""
     ink = binarize(gray)
     length = max(9, round(6 * px_per_mm))
-    horizontal = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1)))
-    vertical = cv2.morphologyEx(ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length)))
+    horizontal = cv2.morphologyEx(
+        ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1))
+    )
+    vertical = cv2.morphologyEx(
+        ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (1, length))
+    )
     return cv2.bitwise_or(horizontal, vertical)
 
 
@@ -164,7 +168,13 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     gray = to_gray(page)
     h, w = gray.shape[:2]
     page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
-    small = cv2.resize(gray, (round(w * page_scale), round(h * page_scale)), interpolation=cv2.INTER_AREA) if page_scale < 1 else gray
+    small = (
+        cv2.resize(
+            gray, (round(w * page_scale), round(h * page_scale)), interpolation=cv2.INTER_AREA
+        )
+        if page_scale < 1
+        else gray
+    )
     quads = frame_candidates(binarize(small))
     if not quads:
         return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
@@ -173,7 +183,9 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     for quad in quads:
         for turn in range(4):
             to_ref = cv2.getPerspectiveTransform(np.roll(quad, -turn, axis=0), ref.frame)
-            warped = cv2.warpPerspective(small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+            warped = cv2.warpPerspective(
+                small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+            )
             score = match_score(ref, ruling(warped, ref.px_per_mm))
             if best is None or score > best[0]:
                 best = (score, to_ref)
@@ -197,7 +209,9 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         score=round(float(score), 4),
         homography=homography,
         rotation_deg=round(_top_edge_angle(homography, template), 2),
-        reason=None if matched else f"match score {score:.2f} below the template's threshold "
+        reason=None
+        if matched
+        else f"match score {score:.2f} below the template's threshold "
         f"{template.registration.match_threshold:.2f}",
     )
 
@@ -216,20 +230,28 @@ def match_score(ref: Reference, page_lines: np.ndarray) -> float:
     return 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
 
 
-def _refine(ref: Reference, small: np.ndarray, to_ref: np.ndarray) -> tuple[float, np.ndarray] | None:
+def _refine(
+    ref: Reference, small: np.ndarray, to_ref: np.ndarray
+) -> tuple[float, np.ndarray] | None:
     """ECC on the ruling maps: sub-pixel homography refinement."""
-    warped = cv2.warpPerspective(small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+    warped = cv2.warpPerspective(
+        small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+    )
     lines = ruling(warped, ref.px_per_mm)
     moving = cv2.GaussianBlur(lines.astype(np.float32) / 255, (0, 0), 1.5)
     warp = np.eye(3, dtype=np.float32)
     criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 60, 1e-5)
     try:
-        _, warp = cv2.findTransformECC(ref.lines_blur, moving, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5)
+        _, warp = cv2.findTransformECC(
+            ref.lines_blur, moving, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5
+        )
     except cv2.error:
         return None
     # warp maps reference work px -> (page warped into reference) px
     refined = np.linalg.inv(np.linalg.inv(to_ref) @ warp.astype(np.float64))
-    warped = cv2.warpPerspective(small, refined, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255)
+    warped = cv2.warpPerspective(
+        small, refined, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+    )
     return match_score(ref, ruling(warped, ref.px_per_mm)), refined
 
 

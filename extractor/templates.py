@@ -140,14 +140,19 @@ class Template(_Strict):
             raise ValueError(f"duplicate field names: {', '.join(dupes)}")
         for f in self.fields:
             b = f.box
-            if b.x < 0 or b.y < 0 or b.x + b.w > self.page.width_mm or b.y + b.h > self.page.height_mm:
+            if (
+                b.x < 0
+                or b.y < 0
+                or b.x + b.w > self.page.width_mm
+                or b.y + b.h > self.page.height_mm
+            ):
                 raise ValueError(
                     f"field {f.name!r}: box {b.as_list()} lies outside the "
                     f"{self.page.width_mm} x {self.page.height_mm} mm page"
                 )
         known = set(names)
         for rule in self.rules:
-            used = rule.terms + [rule.equals] if isinstance(rule, SumRule) else rule.fields
+            used = [*rule.terms, rule.equals] if isinstance(rule, SumRule) else rule.fields
             missing = [n for n in used if n not in known]
             if missing:
                 raise ValueError(f"rule {rule.rule!r} names unknown fields: {', '.join(missing)}")
@@ -189,7 +194,12 @@ def _describe(exc: ValidationError, data: object) -> str:
     for err in exc.errors():
         loc = list(err["loc"])
         where = ".".join(str(p) for p in loc) or "(top level)"
-        if len(loc) >= 2 and loc[0] == "fields" and isinstance(loc[1], int) and isinstance(data, dict):
+        if (
+            len(loc) >= 2
+            and loc[0] == "fields"
+            and isinstance(loc[1], int)
+            and isinstance(data, dict)
+        ):
             fields = data.get("fields") or []
             if loc[1] < len(fields) and isinstance(fields[loc[1]], dict):
                 fname = fields[loc[1]].get("name", f"#{loc[1]}")

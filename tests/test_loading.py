@@ -3,7 +3,12 @@ import numpy as np
 import pymupdf
 import pytest
 
-from extractor.errors import CorruptInputError, InputError, TooLargeInputError, UnsupportedInputError
+from extractor.errors import (
+    CorruptInputError,
+    InputError,
+    TooLargeInputError,
+    UnsupportedInputError,
+)
 from extractor.loading import iter_pages, read_source, sniff
 
 

@@ -39,13 +39,18 @@ def test_error_names_file_field_and_problem(tmp_path: Path) -> None:
 
 def test_unknown_kind_and_box_off_page(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="kind"):
-        load_template_file(_write(tmp_path, BASE + "  - {name: a, box: [1, 2, 3, 4], kind: money}\n"))
+        load_template_file(
+            _write(tmp_path, BASE + "  - {name: a, box: [1, 2, 3, 4], kind: money}\n")
+        )
     with pytest.raises(TemplateError, match="outside"):
         load_template_file(_write(tmp_path, BASE + "  - {name: a, box: [90, 2, 30, 4]}\n"))
 
 
 def test_rules_must_name_known_fields(tmp_path: Path) -> None:
-    text = BASE + "  - {name: a, box: [1, 2, 3, 4]}\nrules:\n  - {rule: sum, terms: [a, b], equals: a}\n"
+    text = (
+        BASE
+        + "  - {name: a, box: [1, 2, 3, 4]}\nrules:\n  - {rule: sum, terms: [a, b], equals: a}\n"
+    )
     with pytest.raises(TemplateError, match="unknown fields: b"):
         load_template_file(_write(tmp_path, text))
 

@@ -107,7 +107,9 @@ class PPOCRRecognizer:
     ) -> None:
         import onnxruntime as ort
 
-        path = Path(model_path or os.environ.get("ROI_PPOCR_REC_MODEL") or packaged_model_path(model))
+        path = Path(
+            model_path or os.environ.get("ROI_PPOCR_REC_MODEL") or packaged_model_path(model)
+        )
         if not path.is_file():
             raise ModelNotFoundError(
                 f"recognition model {path} not found: pass an existing PP-OCR rec .onnx file"
@@ -224,7 +226,11 @@ def _prepare(crop: np.ndarray) -> np.ndarray:
         crop = np.full((INPUT_HEIGHT, WIDTH_STEP, 3), 255, np.uint8)
         h, w = crop.shape[:2]
     new_w = max(8, min(MAX_WIDTH, math.ceil(INPUT_HEIGHT * w / h)))
-    resized = cv2.resize(crop, (new_w, INPUT_HEIGHT), interpolation=cv2.INTER_AREA if h > INPUT_HEIGHT else cv2.INTER_LINEAR)
+    resized = cv2.resize(
+        crop,
+        (new_w, INPUT_HEIGHT),
+        interpolation=cv2.INTER_AREA if h > INPUT_HEIGHT else cv2.INTER_LINEAR,
+    )
     bucket = min(MAX_WIDTH, math.ceil(new_w / WIDTH_STEP) * WIDTH_STEP)
     out = np.zeros((3, INPUT_HEIGHT, bucket), dtype=np.float32)
     out[:, :, :new_w] = resized.transpose(2, 0, 1).astype(np.float32) / 127.5 - 1.0
