@@ -15,6 +15,8 @@ import numpy as np
 from extractor.templates import FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
+MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
+MIN_FIELDS_FOR_OFFSET = 3
 WHITE = (255, 255, 255)
 
 
@@ -31,44 +33,76 @@ class Crop:
 
 
 def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) -> list[Crop]:
-    """Tight crops of every field of ``template`` from ``page``, in template order."""
-    return [crop_field(page, homography, template, spec) for spec in template.fields]
+    """Tight crops of every field of ``template`` from ``page``, in template order.
 
-
-def crop_field(
-    page: np.ndarray, homography: np.ndarray, template: Template, spec: FieldSpec
-) -> Crop:
+    Printers shift the whole data layer, so the vertical offset of the lines found is estimated
+    over all fields (the median, robust to a field that latched onto its neighbour) and each
+    field is tightened again around its box moved by that offset.
+    """
+    loose = [_LooseCrop.cut(page, homography, template, spec) for spec in template.fields]
     ppm = template.px_per_mm
-    ref_w, ref_h = template.reference_size_px
-    margin = template.crop_margin_mm
-    box = spec.box
-    x0 = max(0.0, (box.x - margin) * ppm)
-    y0 = max(0.0, (box.y - margin) * ppm)
-    x1 = min(float(ref_w), (box.x + box.w + margin) * ppm)
-    y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
-    width, height = round(x1 - x0), round(y1 - y0)
-    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
-    loose = cv2.warpPerspective(
-        page,
-        to_page,
-        (width, height),
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_CONSTANT,
-        borderValue=WHITE,
-    )
-    core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
-    clean, ink = separate_ink(loose, ppm)
-    rect = tighten(ink, core, ppm)
-    if rect is None:
-        cx, cy, cw, ch = (round(v) for v in core)
-        rect = (max(0, cx), max(0, cy), cw, ch)
-        has_ink = False
-    else:
-        has_ink = True
-    rx, ry, rw, rh = rect
-    corners = np.array([[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64)
-    quad = cv2.perspectiveTransform(corners, to_page)[0].astype(np.float32)
-    return Crop(spec.name, clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
+    first = [tighten(c.ink, c.core, ppm) for c in loose]
+    offsets = [
+        (rect[1] + rect[3] / 2) - (c.core[1] + c.core[3] / 2)
+        for c, rect in zip(loose, first, strict=True)
+        if rect is not None
+    ]
+    shift = float(np.median(offsets)) if len(offsets) >= MIN_FIELDS_FOR_OFFSET else 0.0
+    if abs(shift) < MIN_OFFSET_MM * ppm:
+        return [c.finish(rect) for c, rect in zip(loose, first, strict=True)]
+    return [c.finish(tighten(c.ink, c.shifted(shift), ppm)) for c in loose]
+
+
+@dataclass(slots=True)
+class _LooseCrop:
+    """A field's box cut with its margin, before tightening."""
+
+    name: str
+    to_page: np.ndarray  # crop px -> page px
+    clean: np.ndarray
+    ink: np.ndarray
+    core: tuple[float, float, float, float]  # the box itself, in crop px
+
+    @classmethod
+    def cut(
+        cls, page: np.ndarray, homography: np.ndarray, template: Template, spec: FieldSpec
+    ) -> _LooseCrop:
+        ppm = template.px_per_mm
+        ref_w, ref_h = template.reference_size_px
+        margin = template.crop_margin_mm
+        box = spec.box
+        x0 = max(0.0, (box.x - margin) * ppm)
+        y0 = max(0.0, (box.y - margin) * ppm)
+        x1 = min(float(ref_w), (box.x + box.w + margin) * ppm)
+        y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
+        to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+        loose = cv2.warpPerspective(
+            page,
+            to_page,
+            (round(x1 - x0), round(y1 - y0)),
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_CONSTANT,
+            borderValue=WHITE,
+        )
+        clean, ink = separate_ink(loose, ppm)
+        core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
+        return cls(spec.name, to_page, clean, ink, core)
+
+    def shifted(self, dy: float) -> tuple[float, float, float, float]:
+        x, y, w, h = self.core
+        return x, y + dy, w, h
+
+    def finish(self, rect: tuple[int, int, int, int] | None) -> Crop:
+        has_ink = rect is not None
+        if rect is None:
+            cx, cy, cw, ch = (round(v) for v in self.core)
+            rect = (max(0, cx), max(0, cy), cw, ch)
+        rx, ry, rw, rh = rect
+        corners = np.array(
+            [[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64
+        )
+        quad = cv2.perspectiveTransform(corners, self.to_page)[0].astype(np.float32)
+        return Crop(self.name, self.clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
 
 
 def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:

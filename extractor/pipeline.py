@@ -7,19 +7,20 @@ one batched call -> normalise, validate and cross-check -> :class:`DocumentResul
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from extractor.crops import Crop, crop_fields
-from extractor.engines import Recognizer, get_engine
+from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.fields import check_rules, check_value, resolve_allowlist
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
-from extractor.templates import Template, TemplateStore
+from extractor.templates import FieldSpec, Template, TemplateStore
 
 MIN_CONFIDENCE = 0.6
 
@@ -32,6 +33,25 @@ def _timed(timings: Timings, stage: str) -> Iterator[None]:
     finally:
         elapsed = (time.perf_counter() - start) * 1000
         setattr(timings, stage, round(getattr(timings, stage) + elapsed, 2))
+
+
+@dataclass(slots=True)
+class PreparedPage:
+    """A registered page's field crops, waiting for recognition."""
+
+    index: int
+    template: Template
+    alignment: Alignment
+    crops: list[Crop]
+    timings: Timings
+
+    @property
+    def images(self) -> list[np.ndarray]:
+        return [c.image for c in self.crops]
+
+    @property
+    def allowlists(self) -> list[str | None]:
+        return [resolve_allowlist(f.allowlist, f.kind) for f in self.template.fields]
 
 
 class Extractor:
@@ -83,37 +103,49 @@ class Extractor:
     def extract_page(
         self, page: Page, template: Template, timings: Timings | None = None
     ) -> PageResult:
-        timings = timings or Timings()
+        """Every stage for one page. Callers that batch recognition across pages or requests
+        use :meth:`prepare` and :meth:`finish` around their own ``engine.recognize`` call."""
+        prepared = self.prepare(page, template, timings or Timings())
+        if isinstance(prepared, PageResult):
+            return prepared
+        with _timed(prepared.timings, "recognize"):
+            reads = self.engine.recognize(prepared.images, prepared.allowlists)
+        return self.finish(prepared, reads)
+
+    def prepare(
+        self, page: Page, template: Template, timings: Timings
+    ) -> PreparedPage | PageResult:
+        """Register and crop: a page ready for recognition, or the result of an unmatched page."""
         with _timed(timings, "register"):
             alignment = register(page.image, template)
         if not alignment.matched or alignment.homography is None:
             return _unmatched(page, template, alignment, timings)
         with _timed(timings, "crop"):
             crops = crop_fields(page.image, alignment.homography, template)
-        with _timed(timings, "recognize"):
-            reads = self.engine.recognize(
-                [c.image for c in crops],
-                [resolve_allowlist(f.allowlist, f.kind) for f in template.fields],
-            )
-        with _timed(timings, "validate"):
+        return PreparedPage(page.index, template, alignment, crops, timings)
+
+    def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
+        """Normalise, validate and cross-check the reads of a prepared page."""
+        template = prepared.template
+        with _timed(prepared.timings, "validate"):
             fields = {
                 spec.name: self._field(spec, crop, read.text, read.confidence)
-                for spec, crop, read in zip(template.fields, crops, reads, strict=True)
+                for spec, crop, read in zip(template.fields, prepared.crops, reads, strict=True)
             }
             _apply_rules(template, fields)
         status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
         return PageResult(
-            page=page.index + 1,
+            page=prepared.index + 1,
             template=template.name,
             status=status,
             matched=True,
-            match_score=alignment.score,
-            rotation_deg=alignment.rotation_deg,
+            match_score=prepared.alignment.score,
+            rotation_deg=prepared.alignment.rotation_deg,
             fields=fields,
-            timings_ms=timings,
+            timings_ms=prepared.timings,
         )
 
-    def _field(self, spec, crop: Crop, raw: str, confidence: float) -> FieldResult:
+    def _field(self, spec: FieldSpec, crop: Crop, raw: str, confidence: float) -> FieldResult:
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         if raw and confidence < self.min_confidence:

@@ -192,7 +192,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     assert best is not None
     score, to_ref = best
     refined = _refine(ref, small, to_ref)
-    if refined is not None and refined[0] > score:
+    if refined is not None and refined[0] >= score:
         score, to_ref = refined
 
     # reference full px -> reference work px -> page work px -> page full px

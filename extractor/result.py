@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -22,7 +23,8 @@ class FieldResult(BaseModel):
     source: Source = "roi"
 
 
-class Timings(BaseModel):
+@dataclass
+class Timings:
     """Milliseconds spent per pipeline stage on one page."""
 
     decode: float = 0.0
