@@ -1,9 +1,10 @@
-"""The ``roi`` command line: extract, templates, eval, synth."""
+"""The ``roi`` command line: extract, templates, eval, synth, batch."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -68,6 +69,26 @@ def _eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _batch(args: argparse.Namespace) -> int:
+    from extractor.batch import BatchOptions, print_summary, run_batch
+
+    opts = BatchOptions(
+        inputs=args.inputs,
+        template=args.template,
+        out_dir=Path(args.out),
+        workers=args.workers,
+        force=args.force,
+        quiet=args.quiet,
+        ray=args.ray is not None,
+        ray_address=args.ray or None,
+        engine=args.engine,
+        dpi=args.dpi,
+    )
+    summary = run_batch(opts)
+    print_summary(summary, opts.out_dir, quiet=args.quiet)
+    return EXIT_ERROR if summary.failed else EXIT_OK
+
+
 def _synth(args: argparse.Namespace) -> int:
     from extractor.synth.__main__ import main as synth_main
 
@@ -105,6 +126,25 @@ def build_parser() -> argparse.ArgumentParser:
     sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
     sy.add_argument("synth_args", nargs=argparse.REMAINDER)
     sy.set_defaults(func=_synth)
+
+    ba = sub.add_parser("batch", help="extract a folder of scans: resumable, local pool or Ray")
+    ba.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or glob patterns")
+    ba.add_argument("--template", "-t", required=True, help="template name (auto: not yet)")
+    ba.add_argument("--out", "-o", required=True, help="output folder (results, manifest)")
+    ba.add_argument("--workers", "-w", type=int, default=os.cpu_count() or 1)
+    ba.add_argument("--force", action="store_true", help="redo documents already done")
+    ba.add_argument("--quiet", "-q", action="store_true", help="no progress; summary on failure")
+    ba.add_argument(
+        "--ray",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="ADDRESS",
+        help="run on Ray: a local instance, or the cluster at ADDRESS",
+    )
+    ba.add_argument("--engine", choices=ENGINES, default="ppocr")
+    ba.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
+    ba.set_defaults(func=_batch)
     return parser
 
 

@@ -1,0 +1,275 @@
+"""``roi batch``: find, plan against the manifest, extract (pool or Ray), write, sum up."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from extractor.batch.inputs import Document, describe, find_paths
+from extractor.batch.manifest import DONE, FAILED, Manifest
+from extractor.batch.worker import Outcome
+from extractor.batch.writer import ERRORS_NAME, BatchWriter
+from extractor.errors import InputError, RoiError
+
+LOCK_NAME = ".lock"
+
+
+@dataclass
+class BatchOptions:
+    inputs: Sequence[str]
+    template: str
+    out_dir: Path
+    workers: int = 1
+    force: bool = False
+    quiet: bool = False
+    ray: bool = False
+    ray_address: str | None = None
+    engine: str = "ppocr"
+    dpi: int = 200
+
+
+@dataclass
+class BatchSummary:
+    documents: int = 0
+    """Documents found in the inputs."""
+    skipped: int = 0
+    """Already done in an earlier run."""
+    processed: int = 0
+    done: int = 0
+    failed: int = 0
+    pages: int = 0
+    pages_ok: int = 0
+    pages_review: int = 0
+    pages_unmatched: int = 0
+    fields_invalid: int = 0
+    seconds: float = 0.0
+    failures: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages / self.seconds if self.seconds else 0.0
+
+    def add_result(self, result: dict[str, Any]) -> None:
+        for page in result.get("pages", []):
+            self.pages += 1
+            status = page.get("status")
+            self.pages_ok += status == "ok"
+            self.pages_review += status == "needs_review"
+            self.pages_unmatched += status == "unmatched"
+            self.fields_invalid += sum(not f["valid"] for f in page.get("fields", {}).values())
+
+
+def _unreadable(path: Path) -> tuple[Document, str]:
+    key = str(path.absolute())
+    return Document(path=str(path), key=key, sha256="unreadable", size=0), "cannot read"
+
+
+class _Lock:
+    """One run per output folder at a time (released by the OS even on kill -9)."""
+
+    def __init__(self, out_dir: Path) -> None:
+        self.fh: IO[str] = open(out_dir / LOCK_NAME, "w")  # noqa: SIM115
+        try:
+            fcntl.flock(self.fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            self.fh.close()
+            raise RoiError(f"another roi batch is writing to {out_dir}") from exc
+        self.fh.write(str(os.getpid()))
+        self.fh.flush()
+
+    def release(self) -> None:
+        self.fh.close()
+
+
+def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Document, Outcome]]:
+    if opts.ray:
+        from extractor.batch.distributed import run_ray
+
+        return run_ray(
+            todo,
+            opts.template,
+            engine=opts.engine,
+            dpi=opts.dpi,
+            workers=opts.workers,
+            address=opts.ray_address,
+        )
+    from extractor.batch.local import run_local
+
+    return run_local(todo, opts.template, engine=opts.engine, dpi=opts.dpi, workers=opts.workers)
+
+
+def run_batch(opts: BatchOptions) -> BatchSummary:
+    """Run a batch; returns its summary. Raises :class:`RoiError` for a run that cannot start."""
+    if opts.template == "auto":
+        raise RoiError(
+            "--template auto is not supported yet (picking the template per page is not in the "
+            "core); name the template, e.g. --template vat_invoice"
+        )
+    if opts.workers < 1:
+        raise RoiError("--workers must be at least 1")
+    from extractor.templates import TemplateStore
+
+    template = TemplateStore().get(opts.template)  # unknown template: fail before any work
+    field_names = [f.name for f in template.fields]
+    paths = find_paths(opts.inputs)
+
+    out_dir = opts.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock = _Lock(out_dir)
+    try:
+        with Manifest(out_dir) as manifest:
+            return _run(opts, manifest, BatchWriter(out_dir, field_names), paths)
+    finally:
+        lock.release()
+
+
+def _run(
+    opts: BatchOptions, manifest: Manifest, writer: BatchWriter, paths: Sequence[Path]
+) -> BatchSummary:
+    summary = BatchSummary(documents=len(paths))
+    manifest.bind(template=opts.template, engine=opts.engine)
+
+    docs: list[Document] = []
+    unreadable: dict[tuple[str, str], str] = {}
+    for path in paths:
+        try:
+            docs.append(describe(path))
+        except InputError as exc:
+            doc, _ = _unreadable(path)
+            unreadable[(doc.key, doc.sha256)] = str(exc)
+            docs.append(doc)
+
+    # Reconcile: documents marked finished whose lines are gone are redone; then every output
+    # file keeps exactly the lines of the documents the manifest holds as done (or failed).
+    in_results, in_errors = writer.keys_present()
+    states = manifest.states()
+    manifest.reset(
+        k
+        for k, s in states.items()
+        if (s == DONE and k not in in_results) or (s == FAILED and k not in in_errors)
+    )
+    todo = manifest.plan(docs, force=opts.force)
+    writer.reconcile(manifest.states())
+    summary.skipped = len(docs) - len(todo)
+
+    runnable = []
+    for doc in todo:
+        reason = unreadable.get((doc.key, doc.sha256))
+        if reason is None:
+            runnable.append(doc)
+        else:
+            _record_failure(manifest, writer, summary, doc, "InputError", reason)
+
+    start = time.perf_counter()
+    with _Progress(len(runnable), quiet=opts.quiet) as progress:
+        for doc, outcome in _outcomes(opts, runnable):
+            if "fatal" in outcome:
+                raise RoiError(outcome["fatal"])
+            if outcome["ok"]:
+                result = json.loads(outcome["result"])
+                writer.write_result(doc, result)  # durable first ...
+                manifest.mark(doc, DONE, pages=outcome["pages"])  # ... then committed
+                summary.processed += 1
+                summary.done += 1
+                summary.add_result(result)
+            else:
+                _record_failure(manifest, writer, summary, doc, outcome["error"], outcome["reason"])
+            summary.seconds = time.perf_counter() - start
+            progress.advance(outcome.get("pages", 0), summary)
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def _record_failure(
+    manifest: Manifest,
+    writer: BatchWriter,
+    summary: BatchSummary,
+    doc: Document,
+    error: str,
+    reason: str,
+) -> None:
+    writer.write_error(doc, error, reason)
+    manifest.mark(doc, FAILED, error=f"{error}: {reason}")
+    summary.processed += 1
+    summary.failed += 1
+    summary.failures.append((doc.path, reason))
+
+
+class _Progress:
+    """A rich progress bar on stderr: documents, pages, pages/s, ETA. Silent when quiet."""
+
+    def __init__(self, total: int, quiet: bool) -> None:
+        self.total = total
+        self.enabled = not quiet and total > 0
+        self.progress: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("extracting"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("docs · {task.fields[pages]} pages · {task.fields[rate]} pages/s"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("batch", total=self.total, pages=0, rate="-")
+        return self
+
+    def advance(self, pages: int, summary: BatchSummary) -> None:
+        if self.progress is not None:
+            self.progress.update(
+                self.task, advance=1, pages=summary.pages, rate=f"{summary.pages_per_second:.2f}"
+            )
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+
+def format_summary(summary: BatchSummary, out_dir: Path) -> str:
+    lines = [
+        f"roi batch: {summary.documents} documents: {summary.done} extracted, "
+        f"{summary.failed} failed, {summary.skipped} already done (skipped)",
+        f"  pages: {summary.pages} in {summary.seconds:.1f} s "
+        f"({summary.pages_per_second:.2f} pages/s); ok {summary.pages_ok}, "
+        f"needs review {summary.pages_review}, unmatched {summary.pages_unmatched}",
+        f"  fields flagged invalid (need review): {summary.fields_invalid}",
+        f"  outputs: {out_dir}/results.jsonl, fields.csv, {ERRORS_NAME}",
+    ]
+    if summary.failures:
+        lines.append(f"  failures: {summary.failed} (see {out_dir / ERRORS_NAME})")
+        for path, reason in summary.failures[:20]:
+            lines.append(f"    {path}: {reason}")
+        if len(summary.failures) > 20:
+            lines.append(f"    ... and {len(summary.failures) - 20} more")
+    return "\n".join(lines)
+
+
+def print_summary(summary: BatchSummary, out_dir: Path, quiet: bool) -> None:
+    """The end-of-run summary on stdout; with ``quiet`` only when something failed (stderr)."""
+    if not quiet:
+        print(format_summary(summary, out_dir))
+    elif summary.failed:
+        print(format_summary(summary, out_dir), file=sys.stderr)
