@@ -1,0 +1,139 @@
+"""The service's one settings object: defaults < ``ROI_*`` environment variables < CLI flags."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+ENV_PREFIX = "ROI_"
+log = logging.getLogger("roi.service")
+
+
+def _cpu_count() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+class Settings(BaseModel):
+    """Everything the service can be told. Each field can be set as ``ROI_<NAME>`` (upper case)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, Field(ge=0, le=65535)] = 8000
+    workers: Annotated[int, Field(ge=0, le=256)] = 0
+    """Worker processes on CPU; 0 means one per CPU core. Ignored for CUDA devices."""
+    devices: str = "cpu"
+    """``cpu`` or a comma-separated list of CUDA devices, e.g. ``cuda:0,cuda:1``."""
+    workers_per_device: Annotated[int, Field(ge=1, le=64)] = 1
+    """Worker processes per CUDA device (each pinned with CUDA_VISIBLE_DEVICES)."""
+    threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
+    """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
+    engine: str = "ppocr"
+    """The recognition engine every worker loads at start; the only one requests may name."""
+    max_body_mb: Annotated[float, Field(gt=0, le=1024)] = 20
+    max_pages: Annotated[int, Field(ge=1, le=10_000)] = 50
+    queue_size: Annotated[int, Field(ge=1, le=100_000)] = 256
+    """Requests waiting for a worker beyond those already inside the workers."""
+    request_timeout_s: Annotated[float, Field(gt=0)] = 60
+    """A worker that makes no progress on a batch for this long is killed (the request: 504)."""
+    batch_max_size: Annotated[int, Field(ge=1, le=1024)] = 8
+    """Most requests a worker merges into one recognition batch."""
+    batch_max_wait_ms: Annotated[float, Field(ge=0, le=10_000)] = 2
+    """How long a worker waits for more requests before starting a batch."""
+    shutdown_timeout_s: Annotated[float, Field(ge=0)] = 60
+    """How long a graceful shutdown waits for queued and in-flight requests."""
+    retry_after_s: Annotated[int, Field(ge=1)] = 2
+    """The Retry-After sent with 429 and 503."""
+    log_level: str = "info"
+    expose_worker_pids: bool = False
+    """List worker pids in GET /health (for tests and operators)."""
+    debug: bool = False
+    """Accept the ``debug_sleep_s`` option on /extract (simulates a hung worker; tests only)."""
+
+    @field_validator("devices")
+    @classmethod
+    def _check_devices(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value == "cpu":
+            return value
+        for part in value.split(","):
+            kind, _, index = part.strip().partition(":")
+            if kind != "cuda" or not index.isdigit():
+                raise ValueError(f"device {part!r}: expected 'cpu' or 'cuda:N[,cuda:M...]'")
+        return ",".join(p.strip() for p in value.split(","))
+
+    @field_validator("log_level")
+    @classmethod
+    def _check_level(cls, value: str) -> str:
+        value = value.lower()
+        if value not in {"critical", "error", "warning", "info", "debug"}:
+            raise ValueError("log_level: one of critical, error, warning, info, debug")
+        return value
+
+    # -- derived ------------------------------------------------------------------------------
+
+    @property
+    def device_list(self) -> list[str]:
+        return self.devices.split(",")
+
+    @property
+    def uses_gpu(self) -> bool:
+        return self.devices != "cpu"
+
+    @property
+    def worker_count(self) -> int:
+        if self.uses_gpu:
+            return len(self.device_list) * self.workers_per_device
+        return self.workers or _cpu_count()
+
+    @property
+    def worker_threads(self) -> int:
+        if self.threads_per_worker:
+            return self.threads_per_worker
+        return max(1, _cpu_count() // self.worker_count)
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 1024 * 1024)
+
+    def device_for(self, slot: int) -> str:
+        """The device of worker slot ``slot`` (workers_per_device consecutive slots per GPU)."""
+        if not self.uses_gpu:
+            return "cpu"
+        return self.device_list[(slot // self.workers_per_device) % len(self.device_list)]
+
+    # -- loading ------------------------------------------------------------------------------
+
+    @classmethod
+    def load(cls, environ: dict[str, str] | None = None, **overrides: Any) -> Settings:
+        """Defaults, then ``ROI_*`` variables from ``environ``, then ``overrides`` (not None)."""
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name in cls.model_fields:
+            raw = environ.get(ENV_PREFIX + name.upper())
+            if raw is not None and raw != "":
+                values[name] = raw
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+            )
+            raise ValueError(f"invalid service settings: {problems}") from exc
+
+    def describe(self) -> str:
+        data = self.model_dump()
+        data["worker_count"] = self.worker_count
+        data["worker_threads"] = self.worker_threads
+        return json.dumps(data, sort_keys=True)
+
+    def log(self) -> None:
+        log.info("service settings: %s", self.describe())
