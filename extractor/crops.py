@@ -15,9 +15,11 @@ import numpy as np
 from extractor.templates import FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
+MAX_LINE_MM = 8.0  # ink taller than this is not text
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
-WHITE = (255, 255, 255)
+WHITE = 255
+INK_LEVEL = 120  # grey levels below this (in the drop-out channel) are print
 
 
 @dataclass(slots=True)
@@ -26,7 +28,7 @@ class Crop:
 
     field: str
     image: np.ndarray
-    """BGR line image, form ink removed; what the recognizer reads."""
+    """Grey line image, form ink dropped out; what the recognizer reads."""
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
@@ -82,7 +84,7 @@ class _LooseCrop:
             (round(x1 - x0), round(y1 - y0)),
             flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
             borderMode=cv2.BORDER_CONSTANT,
-            borderValue=WHITE,
+            borderValue=(255, 255, 255),
         )
         clean, ink = separate_ink(loose, ppm)
         core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
@@ -106,17 +108,18 @@ class _LooseCrop:
 
 
 def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
-    """(crop with form ink and ruling whitened, binary mask of the remaining dark ink)."""
+    """(grey crop with the form's ink dropped out, binary mask of the remaining dark ink).
+
+    The red channel is the drop-out colour of red and brown ink: form lines, labels and seals
+    turn pale in it while black and blue print stays dark, even where a seal covers it. Green
+    forms are dropped by hue.
+    """
+    clean = crop[..., 2].copy()
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
     hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    # red, brown, orange, pink (form lines, labels, seals) and green forms; blue data ink stays
-    coloured = (sat > 60) & (val > 60) & ((hue < 25) | (hue > 150) | ((hue > 35) & (hue < 90)))
-    coloured = cv2.dilate(coloured.astype(np.uint8), np.ones((2, 2), np.uint8)).astype(bool)
-    clean = crop.copy()
-    clean[coloured] = WHITE
-    gray = cv2.cvtColor(clean, cv2.COLOR_BGR2GRAY)
-    threshold, _ = cv2.threshold(gray, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    ink = (gray < min(threshold, 170)).astype(np.uint8) * 255
+    clean[(sat > 60) & (val > 60) & (hue > 35) & (hue < 90)] = 255
+    threshold, _ = cv2.threshold(clean, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    ink = (clean < min(threshold, INK_LEVEL)).astype(np.uint8) * 255
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
@@ -132,6 +135,13 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
     lines = cv2.dilate(cv2.bitwise_or(horiz, vert), np.ones((3, 3), np.uint8))
     ink[lines > 0] = 0
     clean[lines > 0] = WHITE
+    # what is taller than any printed line: QR codes, stains
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    tall = np.flatnonzero(stats[1:, cv2.CC_STAT_HEIGHT] > MAX_LINE_MM * ppm) + 1
+    if tall.size:
+        blobs = np.isin(labels, tall)
+        ink[blobs] = 0
+        clean[blobs] = WHITE
     return clean, ink
 
 
@@ -166,7 +176,7 @@ def tighten(
 ) -> tuple[int, int, int, int] | None:
     """(x, y, w, h) of the text line that best fills the core box, or None if there is no ink."""
     cx, cy, cw, ch = core
-    rows = ink.sum(axis=1) / 255.0
+    rows = ink[:, max(0, int(cx)) : max(1, int(cx + cw))].sum(axis=1) / 255.0
     bands = [
         (a, b)
         for a, b in _runs(rows, 1.0, bridge=max(1, round(0.3 * ppm)))
@@ -186,12 +196,12 @@ def tighten(
         return None
     cols = ink[top:bottom].sum(axis=0) / 255.0
     line_h = bottom - top
-    blobs = _runs(cols, 0.0, bridge=round(1.5 * line_h))
-    keep = [(a, b) for a, b in blobs if _overlap(a, b, cx, cx + cw) > 0]
+    blobs = _runs(cols, 0.0, bridge=round(0.9 * line_h))
+    keep = [(a, b) for a, b in blobs if _overlap(a, b, cx, cx + cw) > 0.5 * (b - a)]
     if not keep:
         return None
     left, right = keep[0][0], keep[-1][1]
-    pad = max(2, round(0.25 * line_h))
+    pad = max(3, round(0.5 * line_h))  # PP-OCR reads best with the margins its detector leaves
     h, w = ink.shape
     x0, y0 = max(0, left - pad), max(0, top - pad)
     x1, y1 = min(w, right + pad), min(h, bottom + pad)
