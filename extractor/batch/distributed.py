@@ -8,6 +8,7 @@ node mounts at the same path, and roi must be installed on every node.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from collections.abc import Iterator, Sequence
 from typing import Any
@@ -85,7 +86,10 @@ def run_ray(
             raise RoiError(f"cannot start or reach Ray ({address or 'local'}): {exc}") from exc
         started = True
     try:
-        ray.data.DataContext.get_current().enable_progress_bars = False
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False
+        ctx.print_on_execution_start = False
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
         gpus = float(ray.cluster_resources().get("GPU", 0))
         items = [
             {"key": d.key, "name": d.path, "sha256": d.sha256, "template": template} for d in docs
@@ -102,7 +106,7 @@ def run_ray(
                 "provider": "cuda" if gpus >= 1 and engine == "ppocr" else None,
             },
             batch_size=1,
-            concurrency=workers,
+            compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=1,
             num_gpus=1 if gpus >= 1 else 0,
         )

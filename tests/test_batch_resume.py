@@ -1,0 +1,140 @@
+"""roi batch bookkeeping without an engine: inputs, manifest plan, reconcile after a crash."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from extractor.batch.inputs import describe, find_paths
+from extractor.batch.manifest import DONE, FAILED, PENDING, Manifest
+from extractor.batch.writer import BatchWriter
+from extractor.errors import InputError
+
+FIELDS = ["invoice_number", "total"]
+
+
+def _result(doc_path: str, pages: int = 1) -> dict:
+    return {
+        "file": doc_path,
+        "template": "vat_invoice",
+        "engine": "ppocr",
+        "pages": [
+            {
+                "page": i + 1,
+                "template": "vat_invoice",
+                "status": "ok",
+                "matched": True,
+                "match_score": 0.9,
+                "fields": {
+                    "invoice_number": {"value": "1234567" + str(i), "valid": True, "source": "roi"},
+                    "total": {"value": "10.00", "valid": False, "source": "roi"},
+                },
+            }
+            for i in range(pages)
+        ],
+    }
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "in"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.png").write_bytes(b"a")
+    (root / "sub" / "b.PDF").write_bytes(b"b")
+    (root / "c.jpg").write_bytes(b"c")
+    (root / "notes.txt").write_text("not a document")
+    return root
+
+
+def test_find_paths_folders_globs_files(folder: Path) -> None:
+    names = [p.name for p in find_paths([str(folder)])]
+    assert names == ["a.png", "c.jpg", "b.PDF"]  # recursive, by suffix, sorted per level
+    assert [p.name for p in find_paths([str(folder / "*.jpg"), str(folder / "c.jpg")])] == [
+        "c.jpg"
+    ]  # the same file twice is one document
+    assert [p.name for p in find_paths([str(folder / "notes.txt")])] == ["notes.txt"]
+    with pytest.raises(InputError, match="no such file"):
+        find_paths([str(folder / "missing.pdf")])
+    with pytest.raises(InputError, match="matches no files"):
+        find_paths([str(folder / "*.tiff")])
+
+
+def test_plan_skips_done_retries_failed_and_force(folder: Path, tmp_path: Path) -> None:
+    docs = [describe(p) for p in find_paths([str(folder)])]
+    with Manifest(tmp_path) as m:
+        assert m.plan(docs, force=False) == docs
+        m.mark(docs[0], DONE, pages=1)
+        m.mark(docs[1], FAILED, error="x")
+        assert m.plan(docs, force=False) == docs[1:]  # done skipped, failed tried again
+        assert m.plan(docs, force=True) == docs
+        assert set(m.states().values()) == {PENDING}
+
+
+def test_changed_file_replaces_its_old_version(folder: Path, tmp_path: Path) -> None:
+    path = folder / "a.png"
+    old = describe(path)
+    with Manifest(tmp_path) as m:
+        m.plan([old], force=False)
+        m.mark(old, DONE, pages=1)
+        path.write_bytes(b"new content")
+        new = describe(path)
+        assert m.plan([new], force=False) == [new]
+        assert m.states() == {(new.key, new.sha256): PENDING}
+
+
+def test_bind_refuses_another_template(tmp_path: Path) -> None:
+    with Manifest(tmp_path) as m:
+        m.bind(template="vat_invoice")
+        m.bind(template="vat_invoice")
+        with pytest.raises(Exception, match="use another --out"):
+            m.bind(template="receipt")
+
+
+def test_reconcile_drops_uncommitted_partial_and_duplicate_lines(
+    folder: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    a, b, c = (describe(p) for p in find_paths([str(folder)]))
+    writer = BatchWriter(out, FIELDS)
+    with Manifest(out) as m:
+        m.plan([a, b, c], force=False)
+        writer.reconcile(m.states())
+        writer.write_result(a, _result(a.path, pages=2))
+        m.mark(a, DONE, pages=2)
+        writer.write_result(a, _result(a.path, pages=2))  # a duplicate, e.g. from a bug
+        writer.write_result(b, _result(b.path))  # killed before the manifest commit
+        writer.write_error(c, "CorruptInputError", "bad")
+        m.mark(c, FAILED, error="bad")
+        with open(writer.results, "a") as fh:  # killed in the middle of a line
+            fh.write('{"file": "x", "pag')
+        with open(writer.fields, "a") as fh:
+            fh.write("x,1,ok")
+
+        writer.reconcile(m.states())
+
+    lines = [json.loads(x) for x in writer.results.read_text().splitlines()]
+    assert [x["abspath"] for x in lines] == [a.key]
+    rows = list(csv.DictReader(writer.fields.open()))
+    assert [(r["abspath"], r["page"]) for r in rows] == [(a.key, "1"), (a.key, "2")]
+    assert rows[0]["invoice_number"] == "12345670" and rows[0]["total_valid"] == "false"
+    errors = [json.loads(x) for x in writer.errors.read_text().splitlines()]
+    assert [(e["abspath"], e["reason"]) for e in errors] == [(c.key, "bad")]
+
+
+def test_done_document_with_lost_output_is_redone(folder: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    a, *_ = (describe(p) for p in find_paths([str(folder)]))
+    writer = BatchWriter(out, FIELDS)
+    with Manifest(out) as m:
+        m.plan([a], force=False)
+        writer.reconcile(m.states())
+        writer.write_result(a, _result(a.path))
+        m.mark(a, DONE, pages=1)
+        assert writer.keys_present()[0] == {(a.key, a.sha256)}
+        writer.results.unlink()
+        assert writer.keys_present()[0] == set()
