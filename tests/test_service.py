@@ -1,0 +1,504 @@
+"""The service end to end: the real server as a subprocess on a free loopback port, called with
+httpx. Two servers: ``main`` (2 workers, batching) and ``tight`` (1 worker, queue of 1, short
+timeout) for backpressure, hung workers and graceful shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FORM = ROOT / "templates" / "vat_invoice.png"
+START_TIMEOUT_S = 90
+CALL_TIMEOUT_S = 60
+
+
+class Server:
+    def __init__(self, name: str, env: dict[str, str], tmp: Path) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log_path = tmp / f"{name}.log"
+        full_env = {**os.environ, "ROI_HOST": "127.0.0.1", "ROI_PORT": str(self.port), **env}
+        full_env["ROI_EXPOSE_WORKER_PIDS"] = "1"
+        full_env["ROI_DEBUG"] = "1"
+        full_env["PYTHONUNBUFFERED"] = "1"
+        with open(self.log_path, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "service"],
+                cwd=ROOT,
+                env=full_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.client = httpx.Client(base_url=self.url, timeout=CALL_TIMEOUT_S)
+        self.worker_pids: set[int] = set()
+
+    def log_tail(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def wait_ready(self, timeout: float = START_TIMEOUT_S) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"server exited with {self.proc.returncode}:\n{self.log_tail()}")
+            try:
+                if self.client.get("/ready", timeout=2).status_code == 200:
+                    self.worker_pids |= set(self.pids())
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        pytest.fail(f"server not ready after {timeout} s:\n{self.log_tail()}")
+
+    def health(self) -> dict[str, Any]:
+        return self.client.get("/health", timeout=5).json()
+
+    def pids(self) -> list[int]:
+        return [w["pid"] for w in self.health()["worker_processes"] if w["pid"]]
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        for pid in self.worker_pids:  # workers exit with the server; make sure of it
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture(scope="module")
+def main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    env = {
+        "ROI_WORKERS": "2",
+        "ROI_BATCH_MAX_SIZE": "4",
+        "ROI_BATCH_MAX_WAIT_MS": "5",
+        "ROI_QUEUE_SIZE": "64",
+        "ROI_REQUEST_TIMEOUT_S": "30",
+        "ROI_MAX_BODY_MB": "2",
+        "ROI_MAX_PAGES": "3",
+    }
+    server = Server("main", env, tmp_path_factory.mktemp("service"))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    env = {
+        "ROI_WORKERS": "1",
+        "ROI_BATCH_MAX_SIZE": "1",
+        "ROI_QUEUE_SIZE": "1",
+        "ROI_REQUEST_TIMEOUT_S": "3",
+        "ROI_SHUTDOWN_TIMEOUT_S": "20",
+    }
+    server = Server("tight", env, tmp_path_factory.mktemp("service"))
+    try:
+        server.wait_ready()
+        yield server
+    finally:
+        server.stop()
+
+
+# -- documents -----------------------------------------------------------------------------------
+
+
+def _fixtures() -> list[tuple[Path, dict[str, Any]]]:
+    found = []
+    for truth in sorted((ROOT / "fixtures").glob("**/*.json")):
+        for ext in (".jpg", ".png", ".pdf", ".tif", ".tiff"):
+            doc = truth.with_suffix(ext)
+            if doc.is_file():
+                with contextlib.suppress(OSError, ValueError):
+                    found.append((doc, json.loads(truth.read_text(encoding="utf-8"))))
+                break
+    clean = [f for f in found if "clean" in f[0].parts]
+    return clean or found
+
+
+def _truth_values(truth: dict[str, Any]) -> dict[str, str | None]:
+    fields = truth["pages"][0]["fields"]
+    return {k: (v.get("value") if isinstance(v, dict) else v) for k, v in fields.items()}
+
+
+def _values(result: dict[str, Any], page: int = 0) -> dict[str, str | None]:
+    return {k: f["value"] for k, f in result["pages"][page]["fields"].items()}
+
+
+def _pdf(pages: int) -> bytes:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for _ in range(pages):
+        doc.new_page(width=683, height=397)
+    return doc.tobytes()
+
+
+def _assert_error(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error", "detail"}, body
+    assert body["error"] and body["detail"]
+    assert "Traceback" not in response.text
+    return body
+
+
+# -- basics --------------------------------------------------------------------------------------
+
+
+def test_health_ready_and_pids(main: Server) -> None:
+    health = main.health()
+    assert health["status"] == "ok"
+    assert health["workers"] == 2 and health["workers_ready"] == 2
+    assert len(main.pids()) == 2
+    assert main.client.get("/ready").json()["ready"] is True
+
+
+def test_templates(main: Server) -> None:
+    listed = main.client.get("/templates").json()
+    assert "vat_invoice" in [t["name"] for t in listed]
+    one = main.client.get("/templates/vat_invoice").json()
+    assert one["name"] == "vat_invoice" and one["fields"]
+    _assert_error(main.client.get("/templates/nope"), 404)
+    for evil in ("..%2F..%2Fetc%2Fpasswd", "..", "%2e%2e", "vat_invoice.yaml", "VAT_INVOICE"):
+        assert main.client.get(f"/templates/{evil}").status_code == 404, evil
+
+
+def test_openapi_schema(main: Server) -> None:
+    schema = main.client.get("/schema/openapi.json").json()
+    assert "/extract" in schema["paths"] and "/templates/{template_name}" in schema["paths"]
+
+
+def test_extract_blank_form_multipart_and_raw(main: Server) -> None:
+    data = FORM.read_bytes()
+    multipart = main.client.post(
+        "/extract", params={"template": "vat_invoice"}, files={"file": ("form.png", data)}
+    )
+    assert multipart.status_code == 200, multipart.text
+    result = multipart.json()
+    assert result["file"] == "form.png" and result["template"] == "vat_invoice"
+    assert result["engine"] == "ppocr"
+    assert [p["page"] for p in result["pages"]] == [1]
+    assert result["pages"][0]["matched"] is True
+    raw = main.client.post(
+        "/extract",
+        params={"template": "vat_invoice", "name": "scan-42.png", "fallback": "never"},
+        content=data,
+        headers={"content-type": "image/png"},
+    )
+    assert raw.status_code == 200, raw.text
+    assert raw.json()["file"] == "scan-42.png"
+    assert _values(raw.json()) == _values(result)
+
+
+def test_extract_fixture_matches_truth_and_in_process(main: Server) -> None:
+    fixtures = _fixtures()
+    if not fixtures:
+        pytest.skip("no fixtures with ground truth under fixtures/ yet")
+    from extractor.pipeline import Extractor
+
+    doc, truth = fixtures[0]
+    response = main.client.post(
+        "/extract", params={"template": "vat_invoice"}, files={"file": (doc.name, doc.read_bytes())}
+    )
+    assert response.status_code == 200, response.text
+    got = _values(response.json())
+    expected = _truth_values(truth)
+    local = _values(json.loads(Extractor().extract(doc, "vat_invoice").model_dump_json()))
+    assert got == local  # the service returns exactly what the library does
+    right = [k for k, v in expected.items() if got.get(k) == v]
+    assert len(right) >= 0.8 * len(expected), {k: (got.get(k), v) for k, v in expected.items()}
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def test_error_unknown_template_and_traversal(main: Server) -> None:
+    data = FORM.read_bytes()
+    for name in ("nope", "../templates/vat_invoice", "/etc/passwd", "vat_invoice/../x", ""):
+        r = main.client.post("/extract", params={"template": name}, content=data)
+        assert r.status_code in (400, 404), (name, r.text)
+        _assert_error(r, r.status_code)
+    body = _assert_error(main.client.post("/extract?template=nope", content=data), 404)
+    assert "nope" in body["detail"]
+
+
+def test_error_unsupported_type_by_content(main: Server) -> None:
+    r = main.client.post(
+        "/extract?template=vat_invoice",
+        files={"file": ("invoice.pdf", b"hello, this is text, not a PDF", "application/pdf")},
+    )
+    _assert_error(r, 415)
+    r = main.client.post(
+        "/extract?template=vat_invoice", content=b"GIF89a" + b"\0" * 100,
+        headers={"content-type": "image/png"},
+    )  # fmt: skip
+    _assert_error(r, 415)
+
+
+def test_error_corrupt_and_empty(main: Server) -> None:
+    corrupt = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+    _assert_error(main.client.post("/extract?template=vat_invoice", content=corrupt), 422)
+    truncated = FORM.read_bytes()[:3000]
+    _assert_error(main.client.post("/extract?template=vat_invoice", content=truncated), 422)
+    _assert_error(main.client.post("/extract?template=vat_invoice", content=b""), 422)
+    broken_pdf = b"%PDF-1.7\n" + b"garbage " * 200
+    _assert_error(main.client.post("/extract?template=vat_invoice", content=broken_pdf), 422)
+
+
+def test_error_too_large_while_reading(main: Server) -> None:
+    big = b"\x89PNG\r\n\x1a\n" + b"\0" * (3 * 1024 * 1024)
+    body = _assert_error(main.client.post("/extract?template=vat_invoice", content=big), 413)
+    assert "2 MB" in body["detail"]
+    r = main.client.post(
+        "/extract?template=vat_invoice", files={"file": ("big.png", big, "image/png")}
+    )
+    _assert_error(r, 413)
+
+    def chunks() -> Iterator[bytes]:  # no Content-Length: the limit is counted as bytes arrive
+        yield big[:1024]
+        for start in range(1024, len(big), 256 * 1024):
+            yield big[start : start + 256 * 1024]
+
+    _assert_error(main.client.post("/extract?template=vat_invoice", content=chunks()), 413)
+
+
+def test_error_too_many_pages_and_page_options(main: Server) -> None:
+    body = _assert_error(main.client.post("/extract?template=vat_invoice", content=_pdf(4)), 422)
+    assert "pages" in body["detail"]
+    three = _pdf(3)
+    ok = main.client.post("/extract?template=vat_invoice&pages=1,3", content=three)
+    assert ok.status_code == 200, ok.text
+    assert [p["page"] for p in ok.json()["pages"]] == [1, 3]
+    assert all(p["status"] == "unmatched" for p in ok.json()["pages"])  # blank pages
+    _assert_error(main.client.post("/extract?template=vat_invoice&pages=2-5", content=three), 422)
+    for bad in ("0", "a", "3-1", "1,,2", "-1"):
+        r = main.client.post("/extract", params={"template": "vat_invoice", "pages": bad},
+                             content=three)  # fmt: skip
+        _assert_error(r, 400)
+
+
+def test_error_bad_options(main: Server) -> None:
+    data = FORM.read_bytes()
+    body = _assert_error(
+        main.client.post("/extract?template=vat_invoice&fallback=x", content=data), 400
+    )
+    assert "fallback" in body["detail"]
+    _assert_error(main.client.post("/extract?template=vat_invoice&engine=nope", content=data), 400)
+    _assert_error(
+        main.client.post("/extract?template=vat_invoice&engine=easyocr", content=data), 400
+    )
+    _assert_error(main.client.post("/extract", content=data), 400)  # template missing
+    r = main.client.post("/extract?template=vat_invoice", files={"other": ("a.png", data)})
+    _assert_error(r, 400)
+    for fallback in ("auto", "never", "always"):
+        r = main.client.post(f"/extract?template=vat_invoice&fallback={fallback}", content=data)
+        assert r.status_code == 200, r.text
+    _assert_error(main.client.get("/nowhere"), 404)
+    _assert_error(main.client.get("/extract"), 405)
+
+
+# -- load and faults -----------------------------------------------------------------------------
+
+
+async def _post_many(url: str, docs: list[tuple[str, bytes]]) -> list[httpx.Response]:
+    limits = httpx.Limits(max_connections=len(docs))
+    async with httpx.AsyncClient(base_url=url, timeout=CALL_TIMEOUT_S, limits=limits) as client:
+        return await asyncio.gather(
+            *(
+                client.post(
+                    "/extract", params={"template": "vat_invoice", "name": name}, content=data
+                )
+                for name, data in docs
+            )
+        )
+
+
+def _load_docs(n: int) -> list[tuple[str, bytes]]:
+    sources = [p for p, _ in _fixtures()[:4]] or [FORM]
+    return [(f"{i}-{sources[i % len(sources)].name}", sources[i % len(sources)].read_bytes())
+            for i in range(n)]  # fmt: skip
+
+
+def test_32_concurrent_requests_all_correct(main: Server) -> None:
+    docs = _load_docs(32)
+    expected: dict[bytes, dict[str, str | None]] = {}
+    for _, data in docs:
+        if data not in expected:
+            r = main.client.post("/extract?template=vat_invoice", content=data)
+            assert r.status_code == 200, r.text
+            expected[data] = _values(r.json())
+    responses = asyncio.run(_post_many(main.url, docs))
+    assert [r.status_code for r in responses] == [200] * 32, [r.text for r in responses][:3]
+    for (name, data), r in zip(docs, responses, strict=True):
+        assert r.json()["file"] == name
+        assert _values(r.json()) == expected[data]
+    metrics = main.client.get("/metrics").text
+    assert "roi_batch_requests_bucket" in metrics
+    merged = [line for line in metrics.splitlines() if line.startswith("roi_batch_requests_sum")]
+    count = [line for line in metrics.splitlines() if line.startswith("roi_batch_requests_count")]
+    assert float(merged[0].split()[-1]) > float(count[0].split()[-1])  # some batches had > 1
+
+
+def test_killed_worker_loses_no_request_and_pool_recovers(main: Server) -> None:
+    docs = _load_docs(16)
+    victim = main.pids()[0]
+
+    async def scenario() -> list[httpx.Response]:
+        task = asyncio.ensure_future(_post_many(main.url, docs))
+        deadline = time.monotonic() + 20
+        while main.health()["inflight"] < 4 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)
+        os.kill(victim, signal.SIGKILL)
+        return await asyncio.wait_for(task, CALL_TIMEOUT_S * 2)
+
+    responses = asyncio.run(scenario())
+    statuses = [r.status_code for r in responses]
+    assert set(statuses) <= {200, 503}, [
+        r.text for r in responses if r.status_code not in (200, 503)
+    ]
+    for r in responses:
+        if r.status_code == 503:
+            assert int(r.headers["retry-after"]) >= 1
+            _assert_error(r, 503)
+    assert statuses.count(200) >= len(docs) - 4, statuses
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if main.client.get("/ready").status_code == 200:
+            break
+        time.sleep(0.2)
+    assert main.client.get("/ready").status_code == 200
+    pids = main.pids()
+    main.worker_pids |= set(pids)
+    assert len(pids) == 2 and victim not in pids
+    assert main.health()["restarts"] >= 1
+    assert "roi_worker_restarts_total 1.0" in main.client.get("/metrics").text
+    again = main.client.post("/extract?template=vat_invoice", content=docs[0][1])
+    assert again.status_code == 200
+
+
+def test_metrics(main: Server) -> None:
+    text = main.client.get("/metrics").text
+    for name in (
+        "roi_requests_total",
+        "roi_request_duration_seconds_bucket",
+        "roi_queue_depth",
+        "roi_inflight",
+        "roi_batch_pages_bucket",
+        "roi_worker_restarts_total",
+        "roi_workers_ready",
+        "roi_fallback_pages_total",
+    ):
+        assert name in text, name
+    assert 'roi_requests_total{status="200"}' in text
+    assert 'roi_requests_total{status="413"}' in text
+
+
+def test_queue_full_gives_429_with_retry_after(tight: Server) -> None:
+    data = FORM.read_bytes()
+
+    async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
+        async with httpx.AsyncClient(base_url=tight.url, timeout=CALL_TIMEOUT_S) as client:
+            slow = [
+                asyncio.ensure_future(
+                    client.post("/extract?template=vat_invoice&debug_sleep_s=1.5", content=data)
+                )
+            ]
+            await _until(lambda: tight.health()["inflight"] == 1)
+            slow.append(
+                asyncio.ensure_future(client.post("/extract?template=vat_invoice", content=data))
+            )
+            await _until(lambda: tight.health()["queue_depth"] == 1)
+            rejected = await asyncio.gather(
+                *(client.post("/extract?template=vat_invoice", content=data) for _ in range(3))
+            )
+            return list(await asyncio.gather(*slow)), list(rejected)
+
+    accepted, rejected = asyncio.run(scenario())
+    assert [r.status_code for r in accepted] == [200, 200]
+    for r in rejected:
+        body = _assert_error(r, 429)
+        assert body["error"] == "queue_full"
+        assert int(r.headers["retry-after"]) >= 1
+
+
+async def _until(check: Any, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached")
+        await asyncio.sleep(0.02)
+
+
+def test_hung_worker_gives_504_and_is_replaced(tight: Server) -> None:
+    data = FORM.read_bytes()
+    before = tight.pids()
+    start = time.monotonic()
+    r = tight.client.post("/extract?template=vat_invoice&debug_sleep_s=30", content=data)
+    elapsed = time.monotonic() - start
+    body = _assert_error(r, 504)
+    assert body["error"] == "worker_timeout"
+    assert elapsed < 10
+    deadline = time.monotonic() + 30
+    while tight.client.get("/ready").status_code != 200 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    after = tight.pids()
+    tight.worker_pids |= set(after)
+    assert len(after) == 1 and after != before
+    ok = tight.client.post("/extract?template=vat_invoice", content=data)
+    assert ok.status_code == 200
+
+
+def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:
+    data = FORM.read_bytes()
+
+    async def scenario() -> httpx.Response:
+        async with httpx.AsyncClient(base_url=tight.url, timeout=CALL_TIMEOUT_S) as client:
+            pending = asyncio.ensure_future(
+                client.post("/extract?template=vat_invoice&debug_sleep_s=1", content=data)
+            )
+            await _until(lambda: tight.health()["inflight"] == 1)
+            tight.proc.send_signal(signal.SIGTERM)
+            return await pending
+
+    r = asyncio.run(scenario())
+    assert r.status_code == 200, r.text
+    # uvicorn re-raises the SIGTERM it handled once it has shut down cleanly
+    assert tight.proc.wait(30) in (0, -signal.SIGTERM)
+    assert "worker pool stopped" in tight.log_tail()
+    for pid in tight.worker_pids:
+        assert not _alive(pid), pid
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie child of someone else still answers kill(0)
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
