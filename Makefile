@@ -36,8 +36,13 @@ $(VENV)/.setup-easyocr: pyproject.toml | $(VENV)/.setup
 	$(PIP) install -q -e '.[easyocr]' $(EASYOCR_TORCH)
 	touch $@
 
+# Ray Data for `roi batch --ray` and its tests (the distributed extra; ~250 MB, ~15 s).
+$(VENV)/.setup-distributed: pyproject.toml | $(VENV)/.setup
+	$(PIP) install -q -e '.[distributed]'
+	touch $@
+
 setup: $(VENV)/.setup
-setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr fonts
+setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr $(VENV)/.setup-distributed fonts
 
 # Fonts for `roi synth` (fixture generation): installed from Debian's packages when missing.
 fonts:
