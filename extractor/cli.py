@@ -95,6 +95,18 @@ def _synth(args: argparse.Namespace) -> int:
     return synth_main(args.synth_args)
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from service.server import serve, settings_from_args
+
+    try:
+        settings = settings_from_args(args)
+    except ValueError as exc:
+        print(f"roi: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    serve(settings)
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="roi", description="Extract key fields from scanned invoices, ROI-first."
@@ -145,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--engine", choices=ENGINES, default="ppocr")
     ba.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
     ba.set_defaults(func=_batch)
+
+    from service.server import add_arguments as add_serve_arguments
+
+    se = sub.add_parser("serve", help="run the HTTP API (see docs/service.md)")
+    add_serve_arguments(se)
+    se.set_defaults(func=_serve)
     return parser
 
 
