@@ -138,3 +138,61 @@ def test_done_document_with_lost_output_is_redone(folder: Path, tmp_path: Path) 
         assert writer.keys_present()[0] == {(a.key, a.sha256)}
         writer.results.unlink()
         assert writer.keys_present()[0] == set()
+
+
+class _Crash(Exception):
+    pass
+
+
+def test_run_crashing_between_write_and_commit_resumes_exactly_once(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runner with a fake engine: a crash after a document's lines are written but before
+    the manifest commit, then a lost results file: each re-run ends with each document once."""
+    from extractor.batch import runner
+    from extractor.batch.runner import BatchOptions, run_batch
+
+    calls: list[str] = []
+
+    def fake_outcomes(opts: BatchOptions, todo):  # type: ignore[no-untyped-def]
+        for doc in todo:
+            calls.append(doc.path)
+            yield doc, {"ok": True, "result": json.dumps(_result(doc.path)), "pages": 1}
+
+    monkeypatch.setattr(runner, "_outcomes", fake_outcomes)
+    out = tmp_path / "out"
+    opts = BatchOptions(inputs=[str(folder)], template="vat_invoice", out_dir=out, quiet=True)
+
+    real_mark = Manifest.mark
+
+    def crashing_mark(self: Manifest, doc, state, pages=None, error=None):  # type: ignore[no-untyped-def]
+        if len(calls) == 2:
+            raise _Crash  # the second document is on disk but not committed
+        real_mark(self, doc, state, pages, error)
+
+    monkeypatch.setattr(Manifest, "mark", crashing_mark)
+    with pytest.raises(_Crash):
+        run_batch(opts)
+    assert len((out / "results.jsonl").read_text().splitlines()) == 2
+    monkeypatch.setattr(Manifest, "mark", real_mark)
+
+    def once(expected: int) -> None:
+        lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+        assert sorted(x["abspath"] for x in lines) == sorted({x["abspath"] for x in lines})
+        assert len(lines) == expected
+        rows = list(csv.DictReader((out / "fields.csv").open()))
+        assert len(rows) == expected == len({r["abspath"] for r in rows})
+
+    calls.clear()
+    summary = run_batch(opts)
+    assert (summary.skipped, summary.done, len(calls)) == (1, 2, 2)
+    once(3)
+
+    (out / "results.jsonl").unlink()  # lost outputs: the documents are redone
+    calls.clear()
+    assert run_batch(opts).done == 3
+    once(3)
+
+    calls.clear()
+    assert run_batch(opts).skipped == 3 and calls == []
+    once(3)
