@@ -99,7 +99,8 @@ class WorkerPool:
     ) -> None:
         self.settings = settings
         self.size = settings.worker_count
-        self.max_inflight = max(1, settings.batch_max_size)
+        # One more than a batch, so that a worker never waits on a round trip to us.
+        self.max_inflight = settings.batch_max_size + 1
         self._ctx = mp.get_context("spawn")
         self._workers: dict[int, _Worker] = {}
         self._pending: deque[_Job] = deque()

@@ -443,27 +443,27 @@ def test_metrics(main: Server) -> None:
 
 
 def test_queue_full_gives_429_with_retry_after(tight: Server) -> None:
+    # tight: 1 worker holding up to batch_max_size + 1 = 2 requests, and a queue of 1.
     data = FORM.read_bytes()
 
     async def scenario() -> tuple[list[httpx.Response], list[httpx.Response]]:
         async with httpx.AsyncClient(base_url=tight.url, timeout=CALL_TIMEOUT_S) as client:
-            slow = [
-                asyncio.ensure_future(
-                    client.post("/extract?template=vat_invoice&debug_sleep_s=1.5", content=data)
-                )
-            ]
+
+            def post(query: str = "") -> asyncio.Future[httpx.Response]:
+                url = "/extract?template=vat_invoice" + query
+                return asyncio.ensure_future(client.post(url, content=data))
+
+            accepted = [post("&debug_sleep_s=1.5")]
             await _until(lambda: tight.health()["inflight"] == 1)
-            slow.append(
-                asyncio.ensure_future(client.post("/extract?template=vat_invoice", content=data))
-            )
+            accepted.append(post())
+            await _until(lambda: tight.health()["inflight"] == 2)
+            accepted.append(post())
             await _until(lambda: tight.health()["queue_depth"] == 1)
-            rejected = await asyncio.gather(
-                *(client.post("/extract?template=vat_invoice", content=data) for _ in range(3))
-            )
-            return list(await asyncio.gather(*slow)), list(rejected)
+            rejected = await asyncio.gather(*(post() for _ in range(3)))
+            return list(await asyncio.gather(*accepted)), list(rejected)
 
     accepted, rejected = asyncio.run(scenario())
-    assert [r.status_code for r in accepted] == [200, 200]
+    assert [r.status_code for r in accepted] == [200, 200, 200]
     for r in rejected:
         body = _assert_error(r, 429)
         assert body["error"] == "queue_full"
