@@ -19,7 +19,6 @@ MAX_LINE_MM = 8.0  # ink taller than this is not text
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
-INK_LEVEL = 120  # grey levels below this (in the drop-out channel) are print
 
 
 @dataclass(slots=True)
@@ -117,9 +116,12 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
     clean = crop[..., 2].copy()
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
     hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    clean[(sat > 60) & (val > 60) & (hue > 35) & (hue < 90)] = 255
+    green = (sat > 60) & (val > 60) & (hue > 35) & (hue < 90)
+    # pure red/brown ink; where black print covers it the red channel stays dark and is kept
+    reddish = (sat > 70) & ((hue < 25) | (hue > 150)) & (clean > 170)
+    clean[green | reddish] = 255
     threshold, _ = cv2.threshold(clean, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
-    ink = (clean < min(threshold, INK_LEVEL)).astype(np.uint8) * 255
+    ink = (clean < threshold).astype(np.uint8) * 255
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
@@ -197,7 +199,12 @@ def tighten(
     cols = ink[top:bottom].sum(axis=0) / 255.0
     line_h = bottom - top
     blobs = _runs(cols, 0.0, bridge=round(0.9 * line_h))
-    keep = [(a, b) for a, b in blobs if _overlap(a, b, cx, cx + cw) > 0.5 * (b - a)]
+    min_mass = 0.1 * line_h * line_h  # specks and remnants of ruling are not text
+    keep = [
+        (a, b)
+        for a, b in blobs
+        if _overlap(a, b, cx, cx + cw) > 0.5 * (b - a) and cols[a:b].sum() >= min_mass
+    ]
     if not keep:
         return None
     left, right = keep[0][0], keep[-1][1]

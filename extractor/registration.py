@@ -102,6 +102,13 @@ def binarize(gray: np.ndarray) -> np.ndarray:
     )
 
 
+def seal_mask(image: np.ndarray) -> np.ndarray:
+    """Pixels of red seal ink (crimson, hue around 0/180) as opposed to brown form ink."""
+    hsv = cv2.cvtColor(image, cv2.COLOR_BGR2HSV)
+    hue, sat = hsv[..., 0], hsv[..., 1]
+    return (sat > 80) & ((hue > 160) | (hue < 4))
+
+
 def ruling(gray: np.ndarray, px_per_mm: float) -> np.ndarray:
     """Horizontal and vertical ruled lines (at least 6 mm long) of an upright page."""
     ink = binarize(gray)
@@ -135,7 +142,9 @@ def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[np.ndarra
             break
         ys, xs = np.nonzero(labels == idx + 1)
         points = np.column_stack([xs, ys]).astype(np.int32)
-        quads.append(_quad(cv2.convexHull(points)))
+        hull = cv2.convexHull(points)
+        quads.append(_quad(hull))
+        quads.append(_order(cv2.boxPoints(cv2.minAreaRect(hull)).astype(np.float32)))
     return quads
 
 
@@ -152,10 +161,15 @@ def _quad(hull: np.ndarray) -> np.ndarray:
             break
     if quad is None:
         quad = cv2.boxPoints(cv2.minAreaRect(hull)).astype(np.float32)
+    return _order(quad)
+
+
+def _order(quad: np.ndarray) -> np.ndarray:
+    """Corners clockwise on screen (y down), the top-left-most first."""
     centre = quad.mean(axis=0)
     angles = np.arctan2(quad[:, 1] - centre[1], quad[:, 0] - centre[0])
-    quad = quad[np.argsort(angles)]  # clockwise on screen (y down)
-    start = int(np.argmin(quad.sum(axis=1)))  # top-left-most first
+    quad = quad[np.argsort(angles)]
+    start = int(np.argmin(quad.sum(axis=1)))
     return np.roll(quad, -start, axis=0)
 
 
@@ -165,17 +179,16 @@ def _quad(hull: np.ndarray) -> np.ndarray:
 def register(page: np.ndarray, template: Template) -> Alignment:
     """Align ``page`` (BGR or gray) to ``template``'s reference."""
     ref = reference_for(template)
-    gray = to_gray(page)
-    h, w = gray.shape[:2]
+    h, w = page.shape[:2]
     page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
-    small = (
-        cv2.resize(
-            gray, (round(w * page_scale), round(h * page_scale)), interpolation=cv2.INTER_AREA
-        )
-        if page_scale < 1
-        else gray
-    )
-    quads = frame_candidates(binarize(small))
+    if page_scale < 1:
+        size = (round(w * page_scale), round(h * page_scale))
+        page = cv2.resize(page, size, interpolation=cv2.INTER_AREA)
+    small = to_gray(page)
+    ink = binarize(small)
+    if page.ndim == 3:
+        ink[seal_mask(page)] = 0  # a seal over the frame's corner would bend its outline
+    quads = frame_candidates(ink)
     if not quads:
         return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
 
