@@ -253,6 +253,31 @@ def test_extract_fixture_matches_truth_and_in_process(
     assert len(right) >= 0.8 * len(expected), {k: (got.get(k), v) for k, v in expected.items()}
 
 
+def test_extract_multipage_matches_in_process(main: Server) -> None:
+    docs = sorted((ROOT / "fixtures" / "multipage").glob("*.pdf")) + sorted(
+        (ROOT / "fixtures" / "multipage").glob("*.tif")
+    )
+    if not docs:
+        pytest.skip("no multi-page fixtures under fixtures/multipage")
+    from extractor.pipeline import Extractor
+
+    extractor = Extractor()
+    for doc in docs[:2]:
+        r = main.client.post("/extract?template=vat_invoice", content=doc.read_bytes())
+        if r.status_code == 422:  # over the test server's 3-page limit
+            assert "pages" in r.json()["detail"]
+            continue
+        assert r.status_code == 200, r.text
+        local = json.loads(extractor.extract(doc, "vat_invoice").model_dump_json())
+        got = r.json()
+        assert [(p["page"], p["status"]) for p in got["pages"]] == [
+            (p["page"], p["status"]) for p in local["pages"]
+        ]
+        for i in range(len(got["pages"])):
+            if got["pages"][i]["fields"]:
+                assert _values(got, i) == _values(local, i)
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 
