@@ -1,0 +1,62 @@
+"""Service pieces that need no server: settings, page lists, the GPU worker layout."""
+
+from __future__ import annotations
+
+import pytest
+
+from service.app import ApiError, parse_pages
+from service.pool import WorkerPool
+from service.settings import Settings
+
+
+def test_settings_env_then_overrides() -> None:
+    env = {"ROI_PORT": "9001", "ROI_WORKERS": "3", "ROI_MAX_BODY_MB": "5", "ROI_DEBUG": "true"}
+    s = Settings.load(env, workers=4, port=None)
+    assert (s.port, s.workers, s.max_body_bytes, s.debug) == (9001, 4, 5 * 1024 * 1024, True)
+    assert s.worker_count == 4 and s.worker_threads >= 1
+    assert '"port": 9001' in s.describe()
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"ROI_PORT": "x"}, "port"),
+        ({"ROI_DEVICES": "gpu:0"}, "devices"),
+        ({"ROI_BATCH_MAX_SIZE": "0"}, "batch_max_size"),
+        ({"ROI_LOG_LEVEL": "loud"}, "log_level"),
+    ],
+)
+def test_settings_errors_name_the_setting(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(ValueError, match=needle):
+        Settings.load(env)
+
+
+def test_gpu_layout_pins_each_worker_to_one_device() -> None:
+    s = Settings.load({}, devices="cuda:0, cuda:3", workers_per_device=2, workers=7)
+    assert s.uses_gpu and s.worker_count == 4  # workers is for CPU only
+    assert [s.device_for(i) for i in range(4)] == ["cuda:0", "cuda:0", "cuda:3", "cuda:3"]
+    configs = [_pool(s)._config(i)[0] for i in range(4)]
+    assert [c.env["CUDA_VISIBLE_DEVICES"] for c in configs] == ["0", "0", "3", "3"]
+    assert {c.provider for c in configs} == {"cuda"}
+    config, device = _pool(Settings.load({}, workers=2))._config(0)
+    assert device == "cpu" and config.provider == "cpu" and "CUDA_VISIBLE_DEVICES" not in config.env
+
+
+def _pool(settings: Settings) -> WorkerPool:
+    """A pool that is never started (its constructor needs no event loop or processes)."""
+    return WorkerPool(settings)
+
+
+@pytest.mark.parametrize(
+    ("text", "pages"),
+    [(None, None), ("", None), ("1", [1]), ("1,3-4", [1, 3, 4]), (" 2 , 1-2 ", [1, 2])],
+)
+def test_parse_pages(text: str | None, pages: list[int] | None) -> None:
+    assert parse_pages(text) == pages
+
+
+@pytest.mark.parametrize("text", ["0", "a", "3-1", "1,,2", "-1", "1-", "1-100000"])
+def test_parse_pages_rejects(text: str) -> None:
+    with pytest.raises(ApiError) as info:
+        parse_pages(text)
+    assert info.value.status == 400 and "pages" in info.value.detail
