@@ -15,6 +15,7 @@ import numpy as np
 from extractor.templates import FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
+GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this is grey
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
@@ -134,9 +135,13 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
         cv2.MORPH_OPEN,
         cv2.getStructuringElement(cv2.MORPH_RECT, (1, max(9, round(min(h * 0.8, 6 * ppm))))),
     )
-    lines = cv2.dilate(cv2.bitwise_or(horiz, vert), np.ones((3, 3), np.uint8))
-    ink[lines > 0] = 0
-    clean[lines > 0] = WHITE
+    lines = cv2.bitwise_or(horiz, vert) > 0
+    ink[lines] = 0
+    if np.percentile(sat, 99) < GREY_SCAN_SATURATION:
+        # on a grey or fax scan the ruling is as dark as the print: erase it from the image too;
+        # on a colour scan it is already pale in the drop-out channel, and erasing would cut
+        # the digits that touch it
+        clean[cv2.dilate(lines.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0] = WHITE
     # what is taller than any printed line: QR codes, stains
     _, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
     tall = np.flatnonzero(stats[1:, cv2.CC_STAT_HEIGHT] > MAX_LINE_MM * ppm) + 1
