@@ -1,0 +1,279 @@
+"""Documents with ground truth: single-page JPEGs, multi-page PDFs and TIFFs, the fixture set.
+
+``generate_invoice(seed, level)`` is deterministic: the invoice's content depends on ``seed``
+alone, its print (data offset, seals) on ``seed`` and the level's offset range, its scan on
+``seed`` and ``level``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pymupdf
+from PIL import Image
+
+from extractor.synth.content import make_invoice
+from extractor.synth.degrade import LEVELS, Scan, degrade
+from extractor.synth.pages import cover_letter, delivery_note
+from extractor.synth.readme import README, level_table
+from extractor.synth.render import RenderedPage, render_invoice
+
+TEMPLATE = "vat_invoice"
+CLEAN_DPI = 200
+DPI_CHOICES = (150, 150, 180, 200, 200, 240, 300)  # light/medium/heavy scans
+# Largest data-layer offset from the form, +-(x, y) mm, by level.
+DATA_OFFSET_MM = {
+    "clean": (3.0, 1.2),
+    "light": (3.0, 1.2),
+    "medium": (4.0, 1.8),
+    "heavy": (5.0, 2.2),
+}
+DEFAULT_COUNTS = {"clean": 14, "light": 12, "medium": 10, "heavy": 8, "multipage": 3}
+MULTIPAGE_KINDS = ("pdf_invoice_and_note", "pdf_letter_and_invoices", "tiff_two_invoices")
+MM_PER_PT = 25.4 / 72
+
+
+@dataclass
+class Document:
+    """One generated page: the scan (image and JPEG bytes) and its ground truth."""
+
+    image: np.ndarray
+    jpeg: bytes
+    truth: dict[str, object]
+    dpi: float
+
+
+def _check_template(template: str) -> None:
+    if template != TEMPLATE:
+        raise ValueError(f"the generator draws the {TEMPLATE!r} form only, not {template!r}")
+
+
+def dpi_for(seed: int, level: str) -> int:
+    return (
+        CLEAN_DPI if level == "clean" else random.Random(f"dpi:{seed}:{level}").choice(DPI_CHOICES)
+    )
+
+
+def _degradations(scan: Scan, dpi: float, page: RenderedPage) -> dict[str, object]:
+    out: dict[str, object] = {"dpi": dpi}
+    if "data_offset_mm" in page.info:
+        out["data_offset_mm"] = page.info["data_offset_mm"]
+    out.update(scan.params)
+    h, w = scan.image.shape[:2]
+    out["image_size_px"] = [w, h]
+    out["page_to_image"] = [[round(float(v), 6) for v in row] for row in scan.page_to_image]
+    return out
+
+
+def make_document(
+    seed: int, level: str, template: str = TEMPLATE, dpi: float | None = None
+) -> Document:
+    """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice."""
+    _check_template(template)
+    if level not in LEVELS:
+        raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
+    dpi = dpi if dpi is not None else dpi_for(seed, level)
+    inv = make_invoice(random.Random(seed))
+    page = render_invoice(
+        inv, dpi, random.Random(f"render:{seed}"), offset_mm=DATA_OFFSET_MM[level]
+    )
+    scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
+    truth: dict[str, object] = {
+        "template": template,
+        "seed": seed,
+        "level": level,
+        "degradations": _degradations(scan, dpi, page),
+        "pages": [
+            {
+                "page": 0,
+                "template": template,
+                "fields": inv.fields(),
+                "print": page.info,
+                "extra": inv.extra(),
+            }
+        ],
+    }
+    return Document(scan.image, scan.jpeg, truth, dpi)
+
+
+def generate_invoice(
+    seed: int, level: str, template: str = TEMPLATE
+) -> tuple[np.ndarray, dict[str, object]]:
+    """A scanned invoice (BGR uint8) and its ground truth (the JSON written beside it, less "file").
+
+    ``level`` is one of clean, light, medium, heavy. Same arguments, same pixels.
+    """
+    doc = make_document(seed, level, template)
+    return doc.image, doc.truth
+
+
+# -- multi-page documents ----------------------------------------------------------------------
+
+
+def _other_page(kind: str, seed: int, level: str) -> Document:
+    make: Callable[[int, float], tuple[RenderedPage, dict[str, object]]] = (
+        delivery_note if kind == "delivery_note" else cover_letter
+    )
+    dpi = 150
+    page, info = make(seed, dpi)
+    scan = degrade(page, level, random.Random(f"scan:{seed}:{level}:{kind}"))
+    truth = {
+        "template": None,
+        "fields": {},
+        "seed": seed,
+        "level": level,
+        "kind": kind,
+        "degradations": _degradations(scan, dpi, page),
+        "content": info,
+    }
+    return Document(scan.image, scan.jpeg, truth, dpi)
+
+
+def _page_entry(index: int, doc: Document) -> dict[str, object]:
+    truth = doc.truth
+    if "pages" in truth:  # an invoice
+        page = dict(truth["pages"][0])  # type: ignore[index]
+        page.update(
+            {
+                "page": index,
+                "seed": truth["seed"],
+                "level": truth["level"],
+                "degradations": truth["degradations"],
+            }
+        )
+        return page
+    return {"page": index, **truth}
+
+
+def multipage_documents(kind: str, seed: int) -> list[Document]:
+    """The pages of one multi-page fixture; page i's seed is ``seed * 10 + i``."""
+    s = [seed * 10 + i for i in range(3)]
+    if kind == "pdf_invoice_and_note":
+        return [make_document(s[0], "light", dpi=180), _other_page("delivery_note", s[1], "light")]
+    if kind == "pdf_letter_and_invoices":
+        return [
+            _other_page("cover_letter", s[0], "light"),
+            make_document(s[1], "clean"),
+            make_document(s[2], "light", dpi=180),
+        ]
+    if kind == "tiff_two_invoices":
+        return [make_document(s[0], "light", dpi=200), make_document(s[1], "light", dpi=200)]
+    raise ValueError(f"unknown multi-page kind {kind!r} (one of {', '.join(MULTIPAGE_KINDS)})")
+
+
+def write_pdf(docs: list[Document], path: Path) -> None:
+    """One page per document, each its JPEG at the size it was scanned (mm from dpi)."""
+    pdf = pymupdf.open()
+    for doc in docs:
+        h, w = doc.image.shape[:2]
+        page = pdf.new_page(width=w / doc.dpi * 72, height=h / doc.dpi * 72)
+        page.insert_image(page.rect, stream=doc.jpeg)
+    pdf.set_metadata({"title": path.stem, "producer": "roi synth", "creator": "roi synth"})
+    pdf.save(path, garbage=4, deflate=True, no_new_id=True)
+    pdf.close()
+
+
+def write_tiff(docs: list[Document], path: Path, quality: int = 80) -> None:
+    """A multi-page greyscale TIFF, JPEG-compressed, with the pages' dpi."""
+    images = [Image.fromarray(cv2.cvtColor(d.image, cv2.COLOR_BGR2GRAY)) for d in docs]
+    buf = io.BytesIO()
+    images[0].save(
+        buf,
+        format="TIFF",
+        save_all=True,
+        append_images=images[1:],
+        compression="jpeg",
+        quality=quality,
+        dpi=(docs[0].dpi, docs[0].dpi),
+    )
+    path.write_bytes(buf.getvalue())
+
+
+def write_multipage(kind: str, seed: int, path: Path) -> dict[str, object]:
+    docs = multipage_documents(kind, seed)
+    if path.suffix == ".pdf":
+        write_pdf(docs, path)
+    else:
+        write_tiff(docs, path)
+    return {
+        "file": path.name,
+        "template": TEMPLATE,
+        "seed": seed,
+        "level": "multipage",
+        "kind": kind,
+        "degradations": {},
+        "pages": [_page_entry(i, d) for i, d in enumerate(docs)],
+    }
+
+
+# -- the fixture set ------------------------------------------------------------------------------
+
+
+_FLAT_LIST = re.compile(r"\[\n\s+([^\[\]{}]*?)\n\s*\]")
+
+
+def truth_json(truth: dict[str, object]) -> str:
+    """Indented JSON with lists of plain values kept on one line."""
+    text = json.dumps(truth, ensure_ascii=False, indent=2)
+    return _FLAT_LIST.sub(lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text) + "\n"
+
+
+def _write_json(path: Path, truth: dict[str, object]) -> None:
+    path.write_text(truth_json(truth), encoding="utf-8")
+
+
+def document_seed(base_seed: int, number: int) -> int:
+    return base_seed * 10000 + number
+
+
+def write_fixture_set(
+    out_dir: Path, seed: int = 2026, counts: dict[str, int] | None = None
+) -> list[Path]:
+    """Write the fixture set under ``out_dir``; returns the paths written (documents and truths).
+
+    Folders ``clean/ light/ medium/ heavy/`` hold ``vat_invoice_NNNN.jpg`` + ``.json``;
+    ``multipage/`` holds PDFs and a TIFF. Files are numbered across the set; document number
+    ``n`` has seed ``seed * 10000 + n``. Also writes ``out_dir/README.md``.
+    The CLI wires ``roi synth`` to this: ``write_fixture_set(Path(out), seed=seed)``.
+    """
+    counts = {**DEFAULT_COUNTS, **(counts or {})}
+    out_dir = Path(out_dir)
+    written: list[Path] = []
+    number = 0
+    for level in LEVELS:
+        folder = out_dir / level
+        folder.mkdir(parents=True, exist_ok=True)
+        for _ in range(counts.get(level, 0)):
+            number += 1
+            doc_seed = document_seed(seed, number)
+            doc = make_document(doc_seed, level)
+            path = folder / f"{TEMPLATE}_{number:04d}.jpg"
+            path.write_bytes(doc.jpeg)
+            _write_json(path.with_suffix(".json"), {"file": path.name, **doc.truth})
+            written += [path, path.with_suffix(".json")]
+    folder = out_dir / "multipage"
+    for i in range(counts.get("multipage", 0)):
+        number += 1
+        kind = MULTIPAGE_KINDS[i % len(MULTIPAGE_KINDS)]
+        folder.mkdir(parents=True, exist_ok=True)
+        suffix = ".tif" if kind.startswith("tiff") else ".pdf"
+        path = folder / f"{TEMPLATE}_{number:04d}{suffix}"
+        truth = write_multipage(kind, document_seed(seed, number), path)
+        _write_json(path.with_suffix(".json"), truth)
+        written += [path, path.with_suffix(".json")]
+    readme = out_dir / "README.md"
+    readme.write_text(fixture_readme(seed, counts), encoding="utf-8")
+    written.append(readme)
+    return written
+
+
+def fixture_readme(seed: int, counts: dict[str, int]) -> str:
+    return README.format(seed=seed, table=level_table(counts, DATA_OFFSET_MM))

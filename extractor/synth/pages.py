@@ -1,0 +1,166 @@
+"""Non-invoice pages that travel with invoices in multi-page files: a delivery note printed on
+the same continuous tractor-feed paper (a ruled table, a tempting false match for the invoice
+template) and an A4 cover letter with a round company seal."""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+import numpy as np
+
+from extractor.synth import names
+from extractor.synth.content import FIRST_DAY, LAST_DAY, Invoice, make_invoice, person
+from extractor.synth.form import PERFORATION, hole_layer, perforation_layer
+from extractor.synth.raster import Layer, compose, to_uint8
+from extractor.synth.render import PRINTERS, RenderedPage, paper
+from extractor.synth.seals import SEAL_RED, oval_seal, place
+
+NOTE_W, NOTE_H = 241.0, 140.0
+A4_W, A4_H = 210.0, 297.0
+BLUE_INK = (150, 80, 30)  # BGR: the note's preprinted ruling
+
+
+def wrap(layer: Layer, text: str, size: float, width: float, cjk: str = "ming") -> list[str]:
+    """Break ``text`` into lines no wider than ``width`` mm."""
+    lines, current = [], ""
+    for ch in text:
+        if current and layer.text_width(current + ch, size, cjk=cjk) > width:
+            lines.append(current)
+            current = ""
+        current += ch
+    if current:
+        lines.append(current)
+    return lines
+
+
+def delivery_note(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
+    """A 送货单 on 241 x 140 mm tractor-feed paper; returns the page and what it says."""
+    rng = random.Random(f"note:{seed}")
+    inv: Invoice = make_invoice(random.Random(seed))
+    form = Layer(NOTE_W, NOTE_H, dpi)
+    data = Layer(NOTE_W, NOTE_H, dpi)
+    x0, x1, y0, y1 = 14.0, 227.0, 34.0, 112.0
+    title = f"{inv.seller.name}送货单"
+    form.text(120.5, 12, title, 6.0, cjk="hei", align="centre", stroke=0.06)
+    for label, x, y in (("客户名称：", 16, 25), ("送货日期：", 150, 25), ("No.", 190, 12)):
+        form.text(x, y, label, 3.2, cjk="hei")
+    columns = (
+        ("序号", 14, 26),
+        ("货品名称", 26, 90),
+        ("规格型号", 90, 120),
+        ("单位", 120, 136),
+        ("数量", 136, 156),
+        ("单价", 156, 180),
+        ("金额", 180, 206),
+        ("备注", 206, 227),
+    )
+    form.box(x0, y0, x1, y1, 0.45)
+    row_h = 7.0
+    rows = int((y1 - y0) / row_h)
+    for r in range(1, rows):
+        form.hline(y0 + r * row_h, x0, x1, 0.2)
+    for label, a, b in columns:
+        if a > x0:
+            form.vline(a, y0, y1, 0.2)
+        form.text((a + b) / 2, y0 + row_h / 2, label, 3.2, cjk="hei", align="centre")
+    form.text(20, 120, "送货人：", 3.2, cjk="hei")
+    form.text(90, 120, "收货人签字：", 3.2, cjk="hei")
+    form.text(170, 120, "白联：存根  红联：客户  黄联：财务", 2.6, cjk="hei")
+
+    cjk = rng.choice(("ming", "hei"))
+    date = FIRST_DAY + timedelta(days=rng.randrange((LAST_DAY - FIRST_DAY).days))
+    dx, dy = rng.uniform(-2, 2), rng.uniform(-1, 1)
+    data.text(36 + dx, 25 + dy, inv.buyer.name, 3.4, cjk=cjk)
+    data.text(168 + dx, 25 + dy, f"{date:%Y-%m-%d}", 3.4, cjk=cjk)
+    number = f"{rng.randrange(10**7):07d}"
+    data.text(198 + dx, 12 + dy, number, 4.5, cjk=cjk)
+    lines = []
+    for k, item in enumerate(inv.items[: rows - 2]):
+        y = y0 + row_h * (k + 1.5) + dy
+        qty = item.quantity or "1"
+        price = item.unit_price or f"{item.amount:.2f}"
+        cells = (
+            str(k + 1),
+            item.name.split("*")[-1],
+            item.spec,
+            item.unit,
+            qty,
+            price,
+            f"{item.amount + item.tax:.2f}",
+            "",
+        )
+        for (_, a, _), cell in zip(columns, cells, strict=True):
+            data.text(a + 1.5 + dx, y, cell, 3.2, cjk=cjk)
+        lines.append({"name": cells[1], "quantity": qty, "amount": cells[6]})
+    data.text(36 + dx, 120 + dy, person(rng), 3.4, cjk=cjk)
+
+    nrng = np.random.default_rng(rng.getrandbits(64))
+    tint = rng.choice(
+        ((236, 244, 248), (232, 236, 252), (214, 244, 250))
+    )  # white, pink, yellow copy
+    page = paper(form.h, form.w, nrng, tint)
+    image = compose(
+        page,
+        [
+            (form.alpha(), BLUE_INK),
+            (perforation_layer(NOTE_W, NOTE_H, dpi).alpha(), PERFORATION),
+            (data.alpha(), PRINTERS["laser"][0]),
+        ],
+    )
+    info = {"kind": "delivery_note", "title": title, "number": number, "lines": lines}
+    rendered = RenderedPage(
+        to_uint8(image), hole_layer(NOTE_W, NOTE_H, dpi).alpha(), dpi, NOTE_W, NOTE_H, {}
+    )
+    return rendered, info
+
+
+def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
+    """An A4 portrait cover letter (发票寄送函) in Chinese, signed and sealed."""
+    rng = random.Random(f"letter:{seed}")
+    inv: Invoice = make_invoice(random.Random(seed))
+    ink = Layer(A4_W, A4_H, dpi)
+    seal = Layer(A4_W, A4_H, dpi)
+    title = rng.choice(("发票寄送函", "关于报销发票的说明", "付款申请说明"))
+    ink.text(A4_W / 2, 35, title, 7.0, cjk="hei", align="centre", stroke=0.08)
+    ink.text(25, 55, f"致：{inv.buyer.name}财务部", 4.2, cjk="ming")
+    paragraphs = rng.sample(names.LETTER_LINES, rng.randint(3, 5))
+    paragraphs.insert(1, f"本次寄送发票金额合计人民币{inv.total:.2f}元（大写：{inv.words}）。")
+    y = 68.0
+    for para in paragraphs:
+        for line in wrap(ink, "　　" + para, 4.2, A4_W - 50):
+            ink.text(25, y, line, 4.2, cjk="ming")
+            y += 7.5
+        y += 2.0
+    y = max(y + 20, 200.0)
+    ink.text(A4_W - 25, y, inv.seller.name, 4.2, cjk="ming", align="right")
+    date = inv.issue_date + timedelta(days=rng.randint(0, 5))
+    ink.text(
+        A4_W - 25, y + 9, f"{date.year}年{date.month}月{date.day}日", 4.2, cjk="ming", align="right"
+    )
+    ink.text(
+        25,
+        y + 30,
+        f"联系人：{person(rng)}　电话：{inv.seller.address_phone.split()[-1]}",
+        3.6,
+        cjk="ming",
+    )
+    tile = oval_seal(
+        20.0, 20.0, dpi, arc_text=inv.seller.name, middle=[], bottom="财务专用章", star=True
+    )
+    place(
+        seal,
+        tile,
+        A4_W - 50 + rng.uniform(-8, 8),
+        y + rng.uniform(-2, 6),
+        rng.uniform(-20, 20),
+        rng.uniform(0.6, 0.9),
+    )
+    nrng = np.random.default_rng(rng.getrandbits(64))
+    page = paper(ink.h, ink.w, nrng, (245, 247, 248))
+    image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
+    info = {"kind": "cover_letter", "title": title, "to": inv.buyer.name, "from": inv.seller.name}
+    rendered = RenderedPage(
+        to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
+    )
+    return rendered, info

@@ -1,0 +1,353 @@
+"""An issued invoice: the blank form with the data printed on top, seals and a QR code.
+
+The data layer is printed in a different font (AR PL UMing or WenQuanYi Zen Hei for Chinese,
+DejaVu Sans Mono for digits) and, as dot-matrix and laser printers do, offset from the form as a
+whole by ``data_offset_mm`` plus a little jitter per printed line. The ink boxes of the template
+fields as printed (page mm, before any scan degradation) go into the ground truth.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+import cv2
+import numpy as np
+import segno
+
+from extractor.synth import layout as L
+from extractor.synth.content import Invoice
+from extractor.synth.form import FORM_INK, PERFORATION, draw_form, hole_layer, perforation_layer
+from extractor.synth.raster import Layer, TextBox, compose, to_uint8
+from extractor.synth.seals import SEAL_RED, oval_seal, place
+
+LINE_JITTER_MM = (0.3, 0.2)  # per printed line, uniform +- (x, y)
+PRINTERS = {
+    # name: (ink BGR, weight)
+    "dotmatrix": ((60, 42, 38), 0.55),
+    "laser": ((28, 28, 28), 0.35),
+    "inkjet_blue": ((105, 45, 35), 0.10),
+}
+
+
+@dataclass
+class RenderedPage:
+    """A page as it left the printer (before scanning)."""
+
+    image: np.ndarray  # BGR uint8
+    holes: np.ndarray  # float32 coverage of the punched feed holes (background shows through)
+    dpi: float
+    width_mm: float
+    height_mm: float
+    info: dict[str, object] = field(default_factory=dict)
+
+
+def paper(h: int, w: int, rng: np.random.Generator, base: tuple[float, float, float]) -> np.ndarray:
+    """Off-white paper with a faint low-frequency mottle (float32 BGR in [0, 1])."""
+    small = rng.normal(0.0, 1.0, (max(2, h // 90), max(2, w // 90))).astype(np.float32)
+    mottle = cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC)
+    mottle = cv2.GaussianBlur(mottle, (0, 0), 6) * 0.005
+    out = np.empty((h, w, 3), np.float32)
+    for c in range(3):
+        out[..., c] = base[c] / 255.0 + mottle
+    return out
+
+
+class DataPrinter:
+    """Prints text onto the data layer with the page offset and per-line jitter."""
+
+    def __init__(self, layer: Layer, rng: random.Random, dx: float, dy: float, cjk: str) -> None:
+        self.layer = layer
+        self.rng = rng
+        self.dx, self.dy = dx, dy
+        self.cjk = cjk
+        self.boxes: dict[str, list[float]] = {}
+
+    def line_offset(self) -> tuple[float, float]:
+        jx, jy = LINE_JITTER_MM
+        return self.dx + self.rng.uniform(-jx, jx), self.dy + self.rng.uniform(-jy, jy)
+
+    def text(
+        self,
+        x: float,
+        y: float,
+        text: str,
+        size: float,
+        *,
+        align: str = "left",
+        fit: float | None = None,
+        name: str | None = None,
+        offset: tuple[float, float] | None = None,
+        latin: str = "mono",
+    ) -> TextBox | None:
+        """Print ``text`` centred vertically on ``y``; shrink it to ``fit`` mm wide if needed."""
+        if not text:
+            return None
+        if fit is not None:
+            width = self.layer.text_width(text, size, cjk=self.cjk, latin=latin)
+            if width > fit:
+                size *= fit / width
+        ox, oy = offset if offset is not None else self.line_offset()
+        box = self.layer.text(x + ox, y + oy, text, size, cjk=self.cjk, latin=latin, align=align)
+        if name is not None and box is not None:
+            self.boxes[name] = box.as_xywh()
+        return box
+
+
+def _draw_qr(layer: Layer, payload: str, x0: float, y0: float, size: float) -> list[float]:
+    qr = segno.make(payload, error="m", micro=False)
+    mask = np.array([list(r) for r in qr.matrix_iter(scale=1, border=0)], dtype=bool)
+    layer.cells(x0, y0, size / mask.shape[0], mask)
+    return [round(x0, 2), round(y0, 2), round(size, 2), round(size, 2)]
+
+
+def print_data(
+    layer: Layer, inv: Invoice, rng: random.Random, dx: float, dy: float, cjk: str
+) -> tuple[dict[str, list[float]], list[float]]:
+    """Print every value of ``inv``; returns the template fields' ink boxes and the QR's box."""
+    p = DataPrinter(layer, rng, dx, dy, cjk)
+
+    # Top band.
+    ox, oy = p.line_offset()
+    qr_box = _draw_qr(
+        layer, inv.qr_payload, L.QR_X0 + 1.0 + ox, L.QR_Y0 + 0.5 + oy, L.QR_SIZE - 2.0
+    )
+    p.text(
+        L.CODE_X0 + 2.0,
+        (L.CODE_Y0 + L.CODE_Y1) / 2,
+        inv.code,
+        4.6,
+        name="invoice_code",
+        fit=L.CODE_X1 - L.CODE_X0 - 3,
+    )
+    p.text(
+        L.NUMBER_X0 + 2.0, (L.NUMBER_Y0 + L.NUMBER_Y1) / 2, inv.number, 6.2, name="invoice_number"
+    )
+    p.text(L.REPEAT_X, 10.0, inv.code, 2.6)
+    p.text(L.REPEAT_X, 14.0, inv.number, 2.6)
+    p.text(
+        L.CHECK_X0 + 2.0, (L.CHECK_Y0 + L.CHECK_Y1) / 2, inv.check_code_text, 3.8, name="check_code"
+    )
+    p.text(L.DATE_X0 + 2.0, (L.DATE_Y0 + L.DATE_Y1) / 2, inv.date_text, 3.6, name="issue_date")
+
+    # Buyer block and cipher text.
+    value_fit = L.VALUE_X1 - L.VALUE_X0 - 3.0
+    for i, (party, row) in enumerate(((inv.buyer, L.buyer_row), (inv.seller, L.seller_row))):
+        prefix = "buyer" if i == 0 else "seller"
+        values = (party.name, party.tax_id, party.address_phone, party.bank_account)
+        sizes = (3.5, 3.9, 3.2, 3.2)
+        names = (f"{prefix}_name", f"{prefix}_tax_id", None, None)
+        for k, (value, size, name) in enumerate(zip(values, sizes, names, strict=True)):
+            y0, y1 = row(k)
+            p.text(L.VALUE_X0 + 1.5, (y0 + y1) / 2, value, size, name=name, fit=value_fit)
+    for k, line in enumerate(inv.cipher):
+        y0, y1 = L.buyer_row(k)
+        p.text(L.SIDE_X0 + 2.0, (y0 + y1) / 2, line, 4.3, fit=L.SIDE_X1 - L.SIDE_X0 - 4)
+
+    # Items.
+    cols = L.ITEM_COLUMNS
+    for k, item in enumerate(inv.items):
+        y = L.ITEM_BODY_Y0 + 2.6 + 4.0 * k
+        off = p.line_offset()
+        size = 3.0
+        p.text(
+            cols[L.COL_NAME][1] + 1.0,
+            y,
+            item.name,
+            size,
+            fit=cols[L.COL_NAME][2] - cols[L.COL_NAME][1] - 1.5,
+            offset=off,
+        )
+        p.text(
+            cols[L.COL_SPEC][1] + 1.0,
+            y,
+            item.spec,
+            size,
+            fit=cols[L.COL_SPEC][2] - cols[L.COL_SPEC][1] - 2,
+            offset=off,
+        )
+        p.text(
+            (cols[L.COL_UNIT][1] + cols[L.COL_UNIT][2]) / 2,
+            y,
+            item.unit,
+            size,
+            align="centre",
+            offset=off,
+        )
+        for col, value in (
+            (L.COL_QTY, item.quantity),
+            (L.COL_PRICE, item.unit_price),
+            (L.COL_AMOUNT, f"{item.amount:.2f}"),
+            (L.COL_TAX, f"{item.tax:.2f}"),
+        ):
+            _, x0, x1 = cols[col]
+            p.text(x1 - 1.0, y, value, size, align="right", fit=x1 - x0 - 2, offset=off)
+        p.text(
+            (cols[L.COL_RATE][1] + cols[L.COL_RATE][2]) / 2,
+            y,
+            item.rate_text,
+            size,
+            align="centre",
+            offset=off,
+        )
+
+    # 合计, 价税合计.
+    off = p.line_offset()
+    sum_y = (L.SUM_Y0 + L.SUM_Y1) / 2
+    p.text(
+        cols[L.COL_AMOUNT][2] - 1.0,
+        sum_y,
+        f"¥{inv.amount:.2f}",
+        3.4,
+        align="right",
+        name="amount",
+        offset=off,
+    )
+    p.text(
+        cols[L.COL_TAX][2] - 1.0,
+        sum_y,
+        f"¥{inv.tax:.2f}",
+        3.4,
+        align="right",
+        name="tax",
+        offset=off,
+    )
+    off = p.line_offset()
+    total_y = (L.TOTAL_Y0 + L.TOTAL_Y1) / 2
+    p.text(
+        L.WORDS_X0 + 2.0,
+        total_y,
+        "⊗" + inv.words,
+        3.6,
+        name="total_in_words",
+        fit=L.WORDS_X1 - L.WORDS_X0 - 3,
+        offset=off,
+        latin="sans",
+    )
+    p.text(L.SMALL_X0 + 2.0, total_y, f"¥{inv.total:.2f}", 3.6, name="total", offset=off)
+
+    # Notes and footer.
+    if inv.remark:
+        p.text(L.SIDE_X0 + 2.0, L.SELLER_Y0 + 3.2, inv.remark, 3.0, fit=L.SIDE_X1 - L.SIDE_X0 - 4)
+    off = p.line_offset()
+    foot_y = (L.FOOTER_Y0 + L.FOOTER_Y1) / 2
+    for (label, x), value in zip(
+        L.FOOTER_LABELS[:3], (inv.payee, inv.reviewer, inv.drawer), strict=True
+    ):
+        label_w = layer.text_width(label.replace(":", "："), 3.0, cjk="kai")
+        p.text(x + label_w + 1.5, foot_y, value, 3.3, offset=off)
+    return p.boxes, qr_box
+
+
+def _mottle(
+    shape: tuple[int, int], rng: np.random.Generator, cell_px: float, low: float
+) -> np.ndarray:
+    """Smooth random factor in [low, 1] (uneven ink)."""
+    h, w = shape
+    small = rng.random((max(2, round(h / cell_px)), max(2, round(w / cell_px)))).astype(np.float32)
+    return low + (1 - low) * cv2.resize(small, (w, h), interpolation=cv2.INTER_CUBIC).clip(0, 1)
+
+
+def _seller_stamp_position(rng: random.Random) -> tuple[float, float, str]:
+    r = rng.random()
+    if r < 0.55:
+        return rng.uniform(160, 200), rng.uniform(107, 117), "notes"
+    if r < 0.8:
+        return rng.uniform(95, 128), rng.uniform(101, 112), "seller_values"
+    return rng.uniform(182, 204), rng.uniform(117, 125), "footer"
+
+
+def render_invoice(
+    inv: Invoice,
+    dpi: float,
+    rng: random.Random,
+    *,
+    offset_mm: tuple[float, float] = (3.0, 1.2),
+) -> RenderedPage:
+    """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y)."""
+    nrng = np.random.default_rng(rng.getrandbits(64))
+    printer = rng.choices(list(PRINTERS), weights=[w for _, w in PRINTERS.values()])[0]
+    cjk = rng.choice(("ming", "ming", "hei"))
+    dx = round(rng.uniform(-offset_mm[0], offset_mm[0]), 2)
+    dy = round(rng.uniform(-offset_mm[1], offset_mm[1]), 2)
+
+    form = Layer(L.PAGE_W, L.PAGE_H, dpi)
+    draw_form(form, title=inv.title)
+
+    monitor = Layer(L.PAGE_W, L.PAGE_H, dpi)
+    printed_year = 2000 + int(inv.code[5:7] if len(inv.code) == 12 else inv.code[4:6])
+    region = inv.region
+    bureau = (
+        [("国家税务总局", 2.5, "mono"), (region.bureau, 2.5, "mono")]
+        if printed_year >= 2018
+        else [(region.bureau.replace("税务局", "国家税务局"), 2.6, "mono")]
+    )
+    tile = oval_seal(
+        15.0,
+        10.5,
+        dpi,
+        arc_text="全国统一发票监制章",
+        middle=bureau,
+        bottom="",
+        star=False,
+        border=0.7,
+    )
+    mx, my = L.TITLE_CX + rng.uniform(-1, 1), 14.0 + rng.uniform(-0.8, 0.8)
+    place(monitor, tile, mx, my, rng.uniform(-1.5, 1.5))
+
+    data = Layer(L.PAGE_W, L.PAGE_H, dpi)
+    boxes, qr_box = print_data(data, inv, rng, dx, dy, cjk)
+
+    stamp = Layer(L.PAGE_W, L.PAGE_H, dpi)
+    sx, sy, where = _seller_stamp_position(rng)
+    s_angle = rng.uniform(-15, 15)
+    s_strength = rng.uniform(0.6, 0.92)
+    tile = oval_seal(
+        20.0,
+        13.0,
+        dpi,
+        arc_text=inv.seller.name,
+        middle=[(inv.seller.tax_id, 3.0, "sans_condensed")],
+        bottom="发票专用章",
+        star=True,
+    )
+    place(stamp, tile, sx, sy, s_angle, s_strength)
+
+    h, w = form.h, form.w
+    base = (236 + rng.uniform(-4, 4), 244 + rng.uniform(-3, 3), 248 + rng.uniform(-3, 3))
+    page = paper(h, w, nrng, base)
+    data_alpha = data.alpha()
+    ink = PRINTERS[printer][0]
+    if printer == "dotmatrix":
+        data_alpha = cv2.GaussianBlur(data_alpha, (0, 0), 0.25 * form.ppm / 7.87)
+        data_alpha *= _mottle((h, w), nrng, 0.8 * form.ppm, 0.72)
+    stamp_alpha = stamp.alpha() * _mottle((h, w), nrng, 1.5 * form.ppm, 0.45)
+    image = compose(
+        page,
+        [
+            (form.alpha(), FORM_INK),
+            (perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha(), PERFORATION),
+            (monitor.alpha() * 0.9, SEAL_RED),
+            (np.clip(data_alpha, 0, 1), ink),
+            (stamp_alpha, SEAL_RED),
+        ],
+    )
+    info: dict[str, object] = {
+        "dpi": dpi,
+        "data_offset_mm": [dx, dy],
+        "line_jitter_mm": list(LINE_JITTER_MM),
+        "printer": printer,
+        "data_font": {"ming": "AR PL UMing CN", "hei": "WenQuanYi Zen Hei"}[cjk],
+        "field_ink_boxes_mm": boxes,
+        "qr_box_mm": qr_box,
+        "monitor_seal": {"centre_mm": [round(mx, 2), round(my, 2)], "size_mm": [30.0, 21.0]},
+        "seller_stamp": {
+            "centre_mm": [round(sx, 2), round(sy, 2)],
+            "size_mm": [40.0, 26.0],
+            "angle_deg": round(s_angle, 2),
+            "over": where,
+        },
+    }
+    return RenderedPage(
+        to_uint8(image), hole_layer(L.PAGE_W, L.PAGE_H, dpi).alpha(), dpi, L.PAGE_W, L.PAGE_H, info
+    )
