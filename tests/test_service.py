@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -414,7 +415,7 @@ def test_killed_worker_loses_no_request_and_pool_recovers(
     main: Server, invoices: list[tuple[Path, dict[str, Any]]]
 ) -> None:
     docs = _load_docs(16, invoices)
-    victim = main.pids()[0]
+    victim = 0
 
     async def scenario() -> list[httpx.Response]:
         task = asyncio.ensure_future(_post_many(main.url, docs))
@@ -422,6 +423,9 @@ def test_killed_worker_loses_no_request_and_pool_recovers(
         while main.health()["inflight"] < 4 and time.monotonic() < deadline:
             await asyncio.sleep(0.02)
         await asyncio.sleep(0.3)
+        nonlocal victim
+        workers = main.health()["worker_processes"]
+        victim = max(workers, key=lambda w: w["inflight"])["pid"]  # the busiest one
         os.kill(victim, signal.SIGKILL)
         return await asyncio.wait_for(task, CALL_TIMEOUT_S * 2)
 
@@ -444,6 +448,9 @@ def test_killed_worker_loses_no_request_and_pool_recovers(
     pids = main.pids()
     main.worker_pids |= set(pids)
     assert len(pids) == 2 and victim not in pids
+    log = main.log_path.read_text(errors="replace")
+    gone = re.search(rf"pid {victim}\) is gone: .* (\d+) request\(s\) in it", log)
+    assert gone and int(gone.group(1)) >= 1, main.log_tail()  # requests really were in it
     assert main.health()["restarts"] >= 1
     assert "roi_worker_restarts_total 1.0" in main.client.get("/metrics").text
     again = main.client.post("/extract?template=vat_invoice", content=docs[0][1])
