@@ -18,6 +18,7 @@ from extractor.crops import Crop, crop_fields
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.fields import check_rules, check_value, resolve_allowlist
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
+from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldSpec, Template, TemplateStore
@@ -44,6 +45,7 @@ class PreparedPage:
     alignment: Alignment
     crops: list[Crop]
     timings: Timings
+    qr: str | None = None
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -122,7 +124,8 @@ class Extractor:
             return _unmatched(page, template, alignment, timings)
         with _timed(timings, "crop"):
             crops = crop_fields(page.image, alignment.homography, template)
-        return PreparedPage(page.index, template, alignment, crops, timings)
+            qr = read_qr(page.image, alignment.homography, template)
+        return PreparedPage(page.index, template, alignment, crops, timings, qr)
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
         """Normalise, validate and cross-check the reads of a prepared page."""
@@ -133,6 +136,8 @@ class Extractor:
                 for spec, crop, read in zip(template.fields, prepared.crops, reads, strict=True)
             }
             _apply_rules(template, fields)
+            if prepared.qr:
+                _cross_check_qr(template, prepared.qr, fields)
         status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
         return PageResult(
             page=prepared.index + 1,
@@ -142,6 +147,7 @@ class Extractor:
             match_score=prepared.alignment.score,
             rotation_deg=prepared.alignment.rotation_deg,
             fields=fields,
+            qr=prepared.qr,
             timings_ms=prepared.timings,
         )
 
@@ -166,6 +172,14 @@ def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
     for name, errors in check_rules(template, values).items():
         fields[name].errors.extend(errors)
         fields[name].valid = False
+
+
+def _cross_check_qr(template: Template, payload: str, fields: dict[str, FieldResult]) -> None:
+    for name, stated in qr_values(template, payload).items():
+        field = fields[name]
+        if field.value != stated:
+            field.errors.append(f"the QR code says {stated}")
+            field.valid = False
 
 
 def _bounds(quad: np.ndarray) -> list[float]:

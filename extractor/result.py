@@ -43,6 +43,7 @@ class PageResult(BaseModel):
     rotation_deg: float = 0.0
     message: str | None = None
     fields: dict[str, FieldResult] = Field(default_factory=dict)
+    qr: str | None = Field(default=None, description="The page's QR payload, when one was read.")
     timings_ms: Timings = Field(default_factory=Timings)
 
 

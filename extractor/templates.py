@@ -104,6 +104,13 @@ class SameRule(_Strict):
 Rule = Annotated[SumRule | SameRule, Field(discriminator="rule")]
 
 
+class QRCode(_Strict):
+    """Where a QR code is printed and which comma-separated payload position holds which field."""
+
+    box: Box
+    fields: dict[str, Annotated[int, Field(ge=0)]] = {}
+
+
 class PageSize(_Strict):
     width_mm: Annotated[float, Field(gt=0)]
     height_mm: Annotated[float, Field(gt=0)]
@@ -128,6 +135,7 @@ class Template(_Strict):
     crop_margin_mm: Annotated[float, Field(ge=0, le=20)] = 2.5
     fields: Annotated[list[FieldSpec], Field(min_length=1)]
     rules: list[Rule] = []
+    qr: QRCode | None = None
 
     # Set by the loader, not by the YAML.
     source_path: Path | None = Field(default=None, exclude=True)
@@ -156,6 +164,10 @@ class Template(_Strict):
             missing = [n for n in used if n not in known]
             if missing:
                 raise ValueError(f"rule {rule.rule!r} names unknown fields: {', '.join(missing)}")
+        if self.qr is not None:
+            unknown = [n for n in self.qr.fields if n not in known]
+            if unknown:
+                raise ValueError(f"qr names unknown fields: {', '.join(unknown)}")
         return self
 
     def field(self, name: str) -> FieldSpec:

@@ -1,0 +1,60 @@
+"""The invoice's QR code as a free cross-check of the fields read from the print.
+
+Classic and electronic invoices encode ``01,<type>,<code>,<number>,<amount>,<YYYYMMDD>,
+<check code>,<crc>``; a template's ``qr`` section says where the code is printed and which
+payload position holds which field. A field whose value disagrees with the QR code is flagged.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from extractor.fields import FieldValueError, get_normalizer
+from extractor.templates import Template
+
+
+def read_qr(page: np.ndarray, homography: np.ndarray, template: Template) -> str | None:
+    """The decoded QR payload in the template's QR box, or None when there is none."""
+    if template.qr is None:
+        return None
+    ppm = template.px_per_mm
+    box = template.qr.box
+    x0, y0 = box.x * ppm, box.y * ppm
+    size = (round(box.w * ppm), round(box.h * ppm))
+    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+    crop = cv2.warpPerspective(
+        page,
+        to_page,
+        size,
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=(255, 255, 255),
+    )
+    gray = crop if crop.ndim == 2 else crop[..., 2]  # red channel: the red seal drops out
+    detector = cv2.QRCodeDetector()
+    for attempt in (gray, cv2.resize(gray, None, fx=2, fy=2, interpolation=cv2.INTER_CUBIC)):
+        try:
+            text, _, _ = detector.detectAndDecode(attempt)
+        except cv2.error:
+            continue
+        if text:
+            return text
+    return None
+
+
+def qr_values(template: Template, payload: str) -> dict[str, str]:
+    """Field values the payload states, normalised like the fields they check."""
+    if template.qr is None:
+        return {}
+    parts = payload.split(",")
+    values: dict[str, str] = {}
+    for name, position in template.qr.fields.items():
+        if position >= len(parts) or not parts[position].strip():
+            continue
+        spec = template.field(name)
+        try:
+            values[name] = get_normalizer(spec.normalizer, spec.kind)(parts[position])
+        except FieldValueError:
+            continue
+    return values
