@@ -125,12 +125,14 @@ def test_outputs_match_truth(good_folder: Path, local_run: Path) -> None:
     # fields.csv: one row per page, the same values as results.jsonl.
     rows = _rows(local_run)
     assert len(rows) == sum(len(r["pages"]) for r in results)
+    results_by_file = {r["file"]: r for r in results}
     for row in rows:
         values = got[(Path(row["file"]).name, int(row["page"]))]
         for name, value in values.items():
             assert row[name] == (value or "")
             assert row[f"{name}_valid"] in {"true", "false"}
-            assert row[f"{name}_source"] == "roi"
+            source = results_by_file[row["file"]]["pages"][int(row["page"]) - 1]
+            assert row[f"{name}_source"] == source["fields"][name]["source"]
 
 
 def test_rerun_skips_done_and_force_redoes(good_folder: Path, local_run: Path) -> None:
