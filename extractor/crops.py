@@ -16,6 +16,7 @@ from extractor.templates import FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
 GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this is grey
+PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
@@ -123,6 +124,7 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
     clean[green | reddish] = 255
     threshold, _ = cv2.threshold(clean, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     ink = (clean < threshold).astype(np.uint8) * 255
+    clean[clean > threshold + PAPER_MARGIN] = WHITE  # faint seal remnants, stains, paper grain
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
@@ -186,7 +188,7 @@ def tighten(
     rows = ink[:, max(0, int(cx)) : max(1, int(cx + cw))].sum(axis=1) / 255.0
     bands = [
         (a, b)
-        for a, b in _runs(rows, 1.0, bridge=max(1, round(0.3 * ppm)))
+        for a, b in _runs(rows, max(1.0, 0.06 * rows.max()), bridge=max(1, round(0.3 * ppm)))
         if b - a >= MIN_LINE_MM * ppm
     ]
     if not bands:
@@ -212,6 +214,16 @@ def tighten(
     ]
     if not keep:
         return None
+    # a small piece far from the rest is a remnant (ruling, seal, the neighbour's print)
+    main = max(keep, key=lambda blob: cols[blob[0] : blob[1]].sum())
+    main_mass = cols[main[0] : main[1]].sum()
+    keep = [
+        (a, b)
+        for a, b in keep
+        if (a, b) == main
+        or cols[a:b].sum() >= 0.15 * main_mass
+        or min(abs(a - main[1]), abs(main[0] - b)) <= 2 * line_h
+    ]
     left, right = keep[0][0], keep[-1][1]
     pad = max(3, round(0.5 * line_h))  # PP-OCR reads best with the margins its detector leaves
     h, w = ink.shape
