@@ -183,38 +183,69 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 def tighten(
     ink: np.ndarray, core: tuple[float, float, float, float], ppm: float
 ) -> tuple[int, int, int, int] | None:
-    """(x, y, w, h) of the text line that best fills the core box, or None if there is no ink."""
+    """(x, y, w, h) of the text line that best fills the core box, or None if there is no ink.
+
+    The line is found on the rows of the box's columns, its extent along that line, and then the
+    line once more on the columns of that extent alone, so that ink beside the text (a seal, a
+    neighbour's print) does not join two lines into one.
+    """
     cx, cy, cw, ch = core
-    rows = ink[:, max(0, int(cx)) : max(1, int(cx + cw))].sum(axis=1) / 255.0
+    band = _best_band(ink, cx, cx + cw, cy, ch, ppm)
+    if band is None:
+        return None
+    extent = _line_extent(ink, band, cx, cw)
+    if extent is None:
+        return None
+    refined = _best_band(ink, extent[0], extent[1], cy, ch, ppm)
+    if refined is not None and band[0] <= refined[0] and refined[1] <= band[1] and refined != band:
+        band = refined
+        extent = _line_extent(ink, band, cx, cw) or extent
+    (top, bottom), (left, right) = band, extent
+    pad = max(3, round(0.5 * (bottom - top)))  # PP-OCR reads best with its detector's margins
+    h, w = ink.shape
+    x0, y0 = max(0, left - pad), max(0, top - pad)
+    x1, y1 = min(w, right + pad), min(h, bottom + pad)
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def _best_band(
+    ink: np.ndarray, x0: float, x1: float, cy: float, ch: float, ppm: float
+) -> tuple[int, int] | None:
+    """[top, bottom) of the text line on columns [x0, x1) that best fills rows [cy, cy + ch)."""
+    rows = ink[:, max(0, int(x0)) : max(1, int(x1))].sum(axis=1) / 255.0
+    if not rows.any():
+        return None
     bands = [
         (a, b)
         for a, b in _runs(rows, max(1.0, 0.06 * rows.max()), bridge=max(1, round(0.3 * ppm)))
         if b - a >= MIN_LINE_MM * ppm
     ]
-    if not bands:
-        return None
 
-    def band_score(band: tuple[int, int]) -> float:
+    def score(band: tuple[int, int]) -> float:
         a, b = band
         inside = _overlap(a, b, cy, cy + ch) / (b - a)
-        mass = float(rows[a:b].sum())
-        return mass * inside * inside
+        return float(rows[a:b].sum()) * inside * inside
 
-    top, bottom = max(bands, key=band_score)
-    if band_score((top, bottom)) == 0:
-        return None
+    best = max(bands, key=score, default=None)
+    return best if best is not None and score(best) > 0 else None
+
+
+def _line_extent(
+    ink: np.ndarray, band: tuple[int, int], cx: float, cw: float
+) -> tuple[int, int] | None:
+    """[left, right) of the text along a line: the pieces that lie mostly inside the box,
+    without specks and without small pieces far from the rest."""
+    top, bottom = band
     cols = ink[top:bottom].sum(axis=0) / 255.0
     line_h = bottom - top
-    blobs = _runs(cols, 0.0, bridge=round(0.9 * line_h))
     min_mass = 0.1 * line_h * line_h  # specks and remnants of ruling are not text
     keep = [
         (a, b)
-        for a, b in blobs
+        for a, b in _runs(cols, 0.0, bridge=round(0.9 * line_h))
         if _overlap(a, b, cx, cx + cw) > 0.5 * (b - a) and cols[a:b].sum() >= min_mass
     ]
     if not keep:
         return None
-    # a small piece far from the rest is a remnant (ruling, seal, the neighbour's print)
     main = max(keep, key=lambda blob: cols[blob[0] : blob[1]].sum())
     main_mass = cols[main[0] : main[1]].sum()
     keep = [
@@ -224,9 +255,4 @@ def tighten(
         or cols[a:b].sum() >= 0.15 * main_mass
         or min(abs(a - main[1]), abs(main[0] - b)) <= 2 * line_h
     ]
-    left, right = keep[0][0], keep[-1][1]
-    pad = max(3, round(0.5 * line_h))  # PP-OCR reads best with the margins its detector leaves
-    h, w = ink.shape
-    x0, y0 = max(0, left - pad), max(0, top - pad)
-    x1, y1 = min(w, right + pad), min(h, bottom + pad)
-    return x0, y0, x1 - x0, y1 - y0
+    return keep[0][0], keep[-1][1]
