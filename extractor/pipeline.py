@@ -23,7 +23,8 @@ from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldSpec, Template, TemplateStore
 
-MIN_CONFIDENCE = 0.6
+MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
+MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
 
 
 @contextmanager
@@ -132,7 +133,7 @@ class Extractor:
         template = prepared.template
         with _timed(prepared.timings, "validate"):
             fields = {
-                spec.name: self._field(spec, crop, read.text, read.confidence)
+                spec.name: self._field(spec, crop, read)
                 for spec, crop, read in zip(template.fields, prepared.crops, reads, strict=True)
             }
             _apply_rules(template, fields)
@@ -151,11 +152,21 @@ class Extractor:
             timings_ms=prepared.timings,
         )
 
-    def _field(self, spec: FieldSpec, crop: Crop, raw: str, confidence: float) -> FieldResult:
+    def _field(self, spec: FieldSpec, crop: Crop, read: Recognition) -> FieldResult:
+        raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         if raw and confidence < self.min_confidence:
             errors.append(f"low recognition confidence {confidence:.2f}")
+        elif (
+            len(read.char_confidences) == len(raw)
+            and min(read.char_confidences, default=1) < MIN_CHAR_CONFIDENCE
+        ):
+            weakest = min(range(len(raw)), key=lambda i: read.char_confidences[i])
+            errors.append(
+                f"uncertain character {raw[weakest]!r} at {weakest + 1} "
+                f"(confidence {read.char_confidences[weakest]:.2f})"
+            )
         return FieldResult(
             value=checked.value,
             raw=raw,
