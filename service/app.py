@@ -12,12 +12,13 @@ import re
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from litestar import Litestar, MediaType, Request, Response, get, post
 from litestar.datastructures import State, UploadFile
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
+from litestar.params import Parameter
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from extractor.engines import ENGINES
@@ -182,12 +183,21 @@ async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[b
 async def extract(
     request: Request[Any, Any, State],
     state: State,
-    template: str,
-    pages: str | None = None,
-    engine: str | None = None,
-    fallback: Literal["auto", "never", "always"] = "auto",
-    name: str | None = None,
-    debug_sleep_s: float = 0.0,
+    template: Annotated[str, Parameter(description="Template name (GET /templates).")],
+    pages: Annotated[
+        str | None, Parameter(description="1-based pages, e.g. '1,3-4'; all when omitted.")
+    ] = None,
+    engine: Annotated[
+        str | None, Parameter(description="Must be the engine the service runs.")
+    ] = None,
+    fallback: Annotated[
+        Literal["auto", "never", "always"],
+        Parameter(description="Accepted; every value behaves as 'never' for now."),
+    ] = "auto",
+    name: Annotated[
+        str | None, Parameter(description="File name to report for a raw body.")
+    ] = None,
+    debug_sleep_s: Annotated[float, Parameter(include_in_schema=False)] = 0.0,
 ) -> DocumentResult:
     settings: Settings = state.settings
     pool: WorkerPool = state.pool
