@@ -1,0 +1,114 @@
+"""The real pipeline (PP-OCRv6 rec on ONNX Runtime) on committed fixture scans."""
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from extractor.crops import crop_fields
+from extractor.engines import get_engine
+from extractor.pipeline import Extractor
+from extractor.registration import register
+from extractor.templates import TemplateStore
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def extractor() -> Extractor:
+    return Extractor()
+
+
+def truth(path: Path) -> dict:
+    return json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["clean/vat_invoice_0001.jpg", "clean/vat_invoice_0007.jpg", "light/vat_invoice_0016.jpg"],
+)
+def test_every_field_of_a_scan(extractor: Extractor, name: str) -> None:
+    path = FIXTURES / name
+    result = extractor.extract(path, "vat_invoice")
+    (page,) = result.pages
+    expected = truth(path)["pages"][0]["fields"]
+    assert page.status == "ok", page
+    assert page.matched and page.match_score > 0.8
+    assert {k: f.value for k, f in page.fields.items()} == expected
+    assert all(f.source == "roi" and f.valid for f in page.fields.values())
+    assert page.qr is not None and expected["invoice_number"] in page.qr
+    box = page.fields["total"].box
+    assert box is not None and box[2] > box[3] > 0
+
+
+def test_multipage_pdf_skips_the_non_invoice_page(extractor: Extractor) -> None:
+    path = FIXTURES / "multipage/vat_invoice_0045.pdf"
+    result = extractor.extract(path, "vat_invoice")
+    expected = truth(path)["pages"]
+    assert len(result.pages) == len(expected)
+    for got, want in zip(result.pages, expected, strict=True):
+        if want["template"] is None:
+            assert got.status == "unmatched" and not got.fields and got.message
+        else:
+            assert {k: f.value for k, f in got.fields.items()} == want["fields"]
+
+
+def test_page_selection(extractor: Extractor) -> None:
+    result = extractor.extract(
+        FIXTURES / "multipage/vat_invoice_0045.pdf", "vat_invoice", pages=[1]
+    )
+    assert [p.page for p in result.pages] == [1]
+
+
+def test_registration_survives_turns_and_skew() -> None:
+    template = TemplateStore().get("vat_invoice")
+    image = cv2.imread(str(FIXTURES / "clean/vat_invoice_0001.jpg"))
+    straight = register(image, template)
+    corners = np.array([[[0, 0], [1898, 0], [1898, 1102], [0, 1102]]], np.float64)
+    for turn in (cv2.ROTATE_90_CLOCKWISE, cv2.ROTATE_180):
+        turned = register(cv2.rotate(image, turn), template)
+        assert turned.matched and turned.score > 0.9
+        h, w = image.shape[:2]
+        got = cv2.perspectiveTransform(corners, turned.homography)[0]
+        want = cv2.perspectiveTransform(corners, straight.homography)[0]
+        if turn == cv2.ROTATE_180:
+            want = np.column_stack([w - 1 - want[:, 0], h - 1 - want[:, 1]])
+        else:
+            want = np.column_stack([h - 1 - want[:, 1], want[:, 0]])
+        assert np.abs(got - want).max() < 6  # pixels at 200 dpi: under a millimetre
+
+
+def test_blank_page_is_unmatched(extractor: Extractor) -> None:
+    blank = cv2.imencode(".png", np.full((1100, 1900, 3), 245, np.uint8))[1].tobytes()
+    (page,) = extractor.extract(blank, "vat_invoice").pages
+    assert page.status == "unmatched" and page.match_score < 0.5 and not page.fields
+
+
+def test_allowlist_mask_on_a_real_crop() -> None:
+    """On this scan the unconstrained model reads a letter into the invoice number (from the
+    № sign beside it); the digits allowlist, applied as a mask before the argmax, cannot."""
+    template = TemplateStore().get("vat_invoice")
+    path = FIXTURES / "clean/vat_invoice_0013.jpg"
+    image = cv2.imread(str(path))
+    crops = {c.field: c for c in crop_fields(image, register(image, template).homography, template)}
+    crop = crops["invoice_number"].image
+    engine = get_engine("ppocr")
+    free, masked = engine.recognize([crop, crop], [None, "0123456789"])
+    assert any(ch.isalpha() for ch in free.text)
+    assert (
+        masked.text.isdigit() and masked.text == truth(path)["pages"][0]["fields"]["invoice_number"]
+    )
+
+
+def test_forced_read_shows_as_low_confidence() -> None:
+    """A name read through a digits mask is nonsense, and its confidence says so."""
+    template = TemplateStore().get("vat_invoice")
+    image = cv2.imread(str(FIXTURES / "clean/vat_invoice_0001.jpg"))
+    crops = {c.field: c for c in crop_fields(image, register(image, template).homography, template)}
+    engine = get_engine("ppocr")
+    name = crops["buyer_name"].image
+    free, forced = engine.recognize([name, name], [None, "0123456789"])
+    assert free.confidence > 0.9
+    assert not forced.text or forced.confidence < 0.5
