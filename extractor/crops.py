@@ -27,12 +27,16 @@ WHITE = 255
 class Crop:
     """One field's tightened line image and where it lies on the page."""
 
-    field: str
+    spec: FieldSpec
     image: np.ndarray
     """Grey line image, form ink dropped out; what the recognizer reads."""
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
+
+    @property
+    def field(self) -> str:
+        return self.spec.name
 
 
 def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) -> list[Crop]:
@@ -60,7 +64,7 @@ def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) ->
 class _LooseCrop:
     """A field's box cut with its margin, before tightening."""
 
-    name: str
+    spec: FieldSpec
     to_page: np.ndarray  # crop px -> page px
     clean: np.ndarray
     ink: np.ndarray
@@ -89,7 +93,7 @@ class _LooseCrop:
         )
         clean, ink = separate_ink(loose, ppm)
         core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
-        return cls(spec.name, to_page, clean, ink, core)
+        return cls(spec, to_page, clean, ink, core)
 
     def shifted(self, dy: float) -> tuple[float, float, float, float]:
         x, y, w, h = self.core
@@ -105,7 +109,7 @@ class _LooseCrop:
             [[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64
         )
         quad = cv2.perspectiveTransform(corners, self.to_page)[0].astype(np.float32)
-        return Crop(self.name, self.clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
+        return Crop(self.spec, self.clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
 
 
 def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:

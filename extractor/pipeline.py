@@ -11,18 +11,30 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
+import cv2
 import numpy as np
 
 from extractor.crops import Crop, crop_fields
 from extractor.engines import Recognition, Recognizer, get_engine
+from extractor.errors import TemplateError
+from extractor.fallback import (
+    LabelAlignment,
+    ReferenceLabels,
+    align_by_labels,
+    beside_label,
+    lines_in_box,
+)
 from extractor.fields import check_rules, check_value, resolve_allowlist
+from extractor.fullpage import get_fullpage_ocr
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldSpec, Template, TemplateStore
 
+FallbackMode = Literal["auto", "never", "always"]
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
 
@@ -47,6 +59,9 @@ class PreparedPage:
     crops: list[Crop]
     timings: Timings
     qr: str | None = None
+    image: np.ndarray | None = None
+    """The page, kept for the fallback path (None when the fallback is off)."""
+    fallback: FallbackMode = "never"
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -54,7 +69,7 @@ class PreparedPage:
 
     @property
     def allowlists(self) -> list[str | None]:
-        return [resolve_allowlist(f.allowlist, f.kind) for f in self.template.fields]
+        return [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in self.crops]
 
 
 class Extractor:
@@ -66,12 +81,15 @@ class Extractor:
         templates: TemplateStore | None = None,
         dpi: int = DEFAULT_DPI,
         min_confidence: float = MIN_CONFIDENCE,
+        fallback: FallbackMode = "auto",
         **engine_options: object,
     ) -> None:
         self.templates = templates or TemplateStore()
         self.engine = get_engine(engine, **engine_options) if isinstance(engine, str) else engine
         self.dpi = dpi
         self.min_confidence = min_confidence
+        self.fallback = fallback
+        self._reference_labels: dict[tuple[str, Path | None], ReferenceLabels] = {}
 
     def extract(
         self,
@@ -116,43 +134,141 @@ class Extractor:
         return self.finish(prepared, reads)
 
     def prepare(
-        self, page: Page, template: Template, timings: Timings
+        self,
+        page: Page,
+        template: Template,
+        timings: Timings,
+        fallback: FallbackMode | None = None,
     ) -> PreparedPage | PageResult:
-        """Register and crop: a page ready for recognition, or the result of an unmatched page."""
+        """Register and crop: a page ready for recognition, or the result of a page that does not
+        match the template when the fallback is off. An unmatched page with the fallback on is
+        prepared with no crops; :meth:`finish` then takes the fallback path."""
+        mode = fallback or self.fallback
         with _timed(timings, "register"):
             alignment = register(page.image, template)
+        keep = page.image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
-            return _unmatched(page, template, alignment, timings)
+            if mode == "never":
+                return _unmatched(page, template, alignment, timings)
+            return PreparedPage(page.index, template, alignment, [], timings, None, keep, mode)
         with _timed(timings, "crop"):
             crops = crop_fields(page.image, alignment.homography, template)
             qr = read_qr(page.image, alignment.homography, template)
-        return PreparedPage(page.index, template, alignment, crops, timings, qr)
+        return PreparedPage(page.index, template, alignment, crops, timings, qr, keep, mode)
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
-        """Normalise, validate and cross-check the reads of a prepared page."""
-        template = prepared.template
+        """Normalise and validate the reads of a prepared page, take the fallback path where it
+        is called for, and cross-check the fields (rules, QR code)."""
         with _timed(prepared.timings, "validate"):
             fields = {
-                spec.name: self._field(spec, crop, read)
-                for spec, crop, read in zip(template.fields, prepared.crops, reads, strict=True)
+                crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
+                for crop, read in zip(prepared.crops, reads, strict=True)
             }
+        registration: Literal["frame", "labels"] | None = (
+            "frame" if prepared.alignment.matched else None
+        )
+        if self._wants_fallback(prepared, fields):
+            with _timed(prepared.timings, "fallback"):
+                fields, labels = self._fallback(prepared, fields)
+            if registration is None and labels is not None:
+                registration = "labels"
+        template = prepared.template
+        with _timed(prepared.timings, "validate"):
             _apply_rules(template, fields)
             if prepared.qr:
                 _cross_check_qr(template, prepared.qr, fields)
-        status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
+        if registration is None:
+            status = "unmatched"
+        else:
+            status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
+        alignment = prepared.alignment
         return PageResult(
             page=prepared.index + 1,
             template=template.name,
             status=status,
-            matched=True,
-            match_score=prepared.alignment.score,
-            rotation_deg=prepared.alignment.rotation_deg,
+            matched=alignment.matched,
+            registration=registration,
+            match_score=alignment.score,
+            rotation_deg=alignment.rotation_deg,
+            message=alignment.reason,
             fields=fields,
             qr=prepared.qr,
             timings_ms=prepared.timings,
         )
 
-    def _field(self, spec: FieldSpec, crop: Crop, read: Recognition) -> FieldResult:
+    # -- fallback -----------------------------------------------------------------------------
+
+    def _wants_fallback(self, prepared: PreparedPage, fields: dict[str, FieldResult]) -> bool:
+        if prepared.image is None or prepared.fallback == "never":
+            return False
+        if prepared.fallback == "always" or not prepared.alignment.matched:
+            return True
+        return any(not fields[f.name].valid for f in prepared.template.fields if f.required)
+
+    def _fallback(
+        self, prepared: PreparedPage, fields: dict[str, FieldResult]
+    ) -> tuple[dict[str, FieldResult], LabelAlignment | None]:
+        """Full-page OCR; for every field not yet valid, the first valid reading of: the field
+        box re-read with the constrained recogniser on a label-aligned page (unmatched pages),
+        the page's lines inside the box, the line beside the field's label."""
+        template = prepared.template
+        image = prepared.image
+        assert image is not None
+        lines = get_fullpage_ocr()(image)
+        labels = align_by_labels(lines, self.reference_labels(template))
+        homography = (
+            prepared.alignment.homography if prepared.alignment.matched else labels.homography
+        )
+        second: dict[str, FieldResult] = {}
+        if not prepared.alignment.matched and labels.homography is not None:
+            crops = crop_fields(image, labels.homography, template)
+            reads = self.engine.recognize(
+                [c.image for c in crops],
+                [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in crops],
+            )
+            second = {
+                c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
+                for c, read in zip(crops, reads, strict=True)
+            }
+        merged: dict[str, FieldResult] = {}
+        for spec in template.fields:
+            candidates = [fields.get(spec.name), second.get(spec.name)]
+            if homography is not None:
+                candidates.append(
+                    self._from_text(spec, lines_in_box(lines, spec, template, homography))
+                )
+            near = _box_centre(spec, template, homography) if homography is not None else None
+            candidates.append(self._from_text(spec, beside_label(lines, spec, near)))
+            present = [c for c in candidates if c is not None]
+            if not present and homography is None:
+                continue  # nothing aligns the page to the form: report only what was found
+            merged[spec.name] = next(
+                (c for c in present if c.valid),
+                next((c for c in present if c.value), None) or _empty(spec),
+            )
+        return merged, labels if labels.homography is not None else None
+
+    def reference_labels(self, template: Template) -> ReferenceLabels:
+        """The printed labels of the template's reference form (read once per process)."""
+        key = (template.name, template.reference_image_path)
+        if key not in self._reference_labels:
+            image = cv2.imread(str(template.reference_image_path))
+            if image is None:
+                raise TemplateError(f"template {template.name!r}: cannot read its reference image")
+            self._reference_labels[key] = ReferenceLabels(get_fullpage_ocr()(image))
+        return self._reference_labels[key]
+
+    def _from_text(
+        self, spec: FieldSpec, found: tuple[str, float, np.ndarray] | None
+    ) -> FieldResult | None:
+        if found is None:
+            return None
+        text, score, quad = found
+        result = self._field(spec, Recognition(text, score), quad)
+        result.source = "fallback"
+        return result
+
+    def _field(self, spec: FieldSpec, read: Recognition, quad: np.ndarray | None) -> FieldResult:
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
@@ -173,7 +289,7 @@ class Extractor:
             confidence=round(float(confidence), 4),
             valid=not errors and (checked.value is not None or not spec.required),
             errors=errors,
-            box=_bounds(crop.quad) if crop.has_ink else None,
+            box=_bounds(quad) if quad is not None else None,
             source="roi",
         )
 
@@ -202,6 +318,21 @@ def _bounds(quad: np.ndarray) -> list[float]:
         round(float(x1 - x0), 1),
         round(float(y1 - y0), 1),
     ]
+
+
+def _box_centre(spec: FieldSpec, template: Template, homography: np.ndarray) -> np.ndarray:
+    ppm = template.px_per_mm
+    centre = np.array(
+        [[[(spec.box.x + spec.box.w / 2) * ppm, (spec.box.y + spec.box.h / 2) * ppm]]]
+    )
+    return cv2.perspectiveTransform(centre, homography)[0, 0]
+
+
+def _empty(spec: FieldSpec) -> FieldResult:
+    errors = ["not found"] if spec.required else []
+    return FieldResult(
+        value=None, raw="", confidence=0.0, valid=not errors, errors=errors, source="fallback"
+    )
 
 
 def _unmatched(

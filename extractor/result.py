@@ -32,13 +32,18 @@ class Timings:
     crop: float = 0.0
     recognize: float = 0.0
     validate: float = 0.0
+    fallback: float = 0.0
 
 
 class PageResult(BaseModel):
     page: int = Field(description="1-based page number in the document.")
     template: str | None
     status: PageStatus
-    matched: bool
+    matched: bool = Field(description="Whether the page registered on the template's frame.")
+    registration: Literal["frame", "labels"] | None = Field(
+        default=None,
+        description="How the page was aligned: its ruled frame, or the fallback's printed labels.",
+    )
     match_score: float = Field(ge=0, le=1)
     rotation_deg: float = 0.0
     message: str | None = None

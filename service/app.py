@@ -174,8 +174,9 @@ async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[b
     description=(
         "The document (PDF, PNG, JPEG or TIFF, judged by its content) is either the multipart "
         "part `file` or the raw request body with its own content type. Returns one result per "
-        "page. `fallback` is accepted for forward compatibility; today every value behaves as "
-        "`never` (the core has no fallback path yet)."
+        "page. `fallback`: `auto` (default) runs full-page OCR when a page does not match its "
+        "template or a required field fails validation, `always` runs it on every page, `never` "
+        "keeps to the template path; each field's `source` says which path produced it."
     ),
     status_code=200,
     tags=["extract"],
@@ -192,7 +193,7 @@ async def extract(
     ] = None,
     fallback: Annotated[
         Literal["auto", "never", "always"],
-        Parameter(description="Accepted; every value behaves as 'never' for now."),
+        Parameter(description="When full-page OCR may run: auto, never or always."),
     ] = "auto",
     name: Annotated[
         str | None, Parameter(description="File name to report for a raw body.")
@@ -231,6 +232,7 @@ async def extract(
         name=name or file_name or "<body>",
         pages=page_list,
         engine=settings.engine,
+        fallback=fallback,
         debug_sleep_s=debug_sleep_s,
     )
     del data
@@ -240,6 +242,8 @@ async def extract(
     metrics: Metrics = state.metrics
     for page in payload.get("pages", []):
         metrics.pages.labels(page.get("status", "unknown")).inc()
+        if any(f.get("source") == "fallback" for f in page.get("fields", {}).values()):
+            metrics.fallback_pages.inc()
     return DocumentResult.model_validate(payload)
 
 

@@ -39,7 +39,7 @@ class Metrics:
         )
         self.fallback_pages = Counter(
             "roi_fallback_pages",
-            "Pages answered by the fallback path (always 0: the core has no fallback yet).",
+            "Pages with at least one field read by the fallback path (full-page OCR).",
             registry=r,
         )
         self.batch_requests = Histogram(

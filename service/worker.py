@@ -26,7 +26,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, Literal
 
 log = logging.getLogger("roi.service.worker")
 
@@ -42,6 +42,7 @@ class JobSpec:
     pages: list[int] | None = None
     """1-based page numbers; None means all."""
     engine: str = "ppocr"
+    fallback: Literal["auto", "never", "always"] = "auto"
     debug_sleep_s: float = 0.0
 
 
@@ -240,7 +241,9 @@ class _Runner:
                 timings.decode = round((time.perf_counter() - start) * 1000, 2)
                 if page is None:
                     break
-                state.pages.append(self.extractor.prepare(page, template, timings))
+                state.pages.append(
+                    self.extractor.prepare(page, template, timings, fallback=job.fallback)
+                )
                 del page
                 _send(self.conn, ("beat",))
             if wanted is not None:

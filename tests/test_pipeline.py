@@ -50,7 +50,9 @@ def test_multipage_pdf_skips_the_non_invoice_page(extractor: Extractor) -> None:
     assert len(result.pages) == len(expected)
     for got, want in zip(result.pages, expected, strict=True):
         if want["template"] is None:
-            assert got.status == "unmatched" and not got.fields and got.message
+            # not the form: unmatched, with at most what the fallback found beside labels
+            assert got.status == "unmatched" and got.message and got.registration is None
+            assert all(f.source == "fallback" for f in got.fields.values())
         else:
             assert {k: f.value for k, f in got.fields.items()} == want["fields"]
 
@@ -81,9 +83,11 @@ def test_registration_survives_turns_and_skew() -> None:
 
 
 def test_blank_page_is_unmatched(extractor: Extractor) -> None:
+    """Nothing to align to and no labels: unmatched, no fields, after trying the fallback."""
     blank = cv2.imencode(".png", np.full((1100, 1900, 3), 245, np.uint8))[1].tobytes()
     (page,) = extractor.extract(blank, "vat_invoice").pages
     assert page.status == "unmatched" and page.match_score < 0.5 and not page.fields
+    assert page.timings_ms.fallback > 0
 
 
 def test_allowlist_mask_on_a_real_crop() -> None:

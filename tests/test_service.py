@@ -217,7 +217,9 @@ def test_openapi_schema(main: Server) -> None:
 def test_extract_blank_form_multipart_and_raw(main: Server) -> None:
     data = FORM.read_bytes()
     multipart = main.client.post(
-        "/extract", params={"template": "vat_invoice"}, files={"file": ("form.png", data)}
+        "/extract",
+        params={"template": "vat_invoice", "fallback": "never"},
+        files={"file": ("form.png", data)},
     )
     assert multipart.status_code == 200, multipart.text
     result = multipart.json()
@@ -336,11 +338,14 @@ def test_error_too_many_pages_and_page_options(main: Server) -> None:
     body = _assert_error(main.client.post("/extract?template=vat_invoice", content=_pdf(4)), 422)
     assert "pages" in body["detail"]
     three = _pdf(3)
-    ok = main.client.post("/extract?template=vat_invoice&pages=1,3", content=three)
+    ok = main.client.post("/extract?template=vat_invoice&fallback=never&pages=1,3", content=three)
     assert ok.status_code == 200, ok.text
     assert [p["page"] for p in ok.json()["pages"]] == [1, 3]
     assert all(p["status"] == "unmatched" for p in ok.json()["pages"])  # blank pages
-    _assert_error(main.client.post("/extract?template=vat_invoice&pages=2-5", content=three), 422)
+    _assert_error(
+        main.client.post("/extract?template=vat_invoice&fallback=never&pages=2-5", content=three),
+        422,
+    )
     for bad in ("0", "a", "3-1", "1,,2", "-1"):
         r = main.client.post("/extract", params={"template": "vat_invoice", "pages": bad},
                              content=three)  # fmt: skip
@@ -396,7 +401,7 @@ def test_32_concurrent_requests_all_correct(
     expected: dict[bytes, dict[str, str | None]] = {}
     for _, data in docs:
         if data not in expected:
-            r = main.client.post("/extract?template=vat_invoice", content=data)
+            r = main.client.post("/extract?template=vat_invoice&fallback=never", content=data)
             assert r.status_code == 200, r.text
             expected[data] = _values(r.json())
     responses = asyncio.run(_post_many(main.url, docs))
@@ -453,7 +458,7 @@ def test_killed_worker_loses_no_request_and_pool_recovers(
     assert gone and int(gone.group(1)) >= 1, main.log_tail()  # requests really were in it
     assert main.health()["restarts"] >= 1
     assert "roi_worker_restarts_total 1.0" in main.client.get("/metrics").text
-    again = main.client.post("/extract?template=vat_invoice", content=docs[0][1])
+    again = main.client.post("/extract?template=vat_invoice&fallback=never", content=docs[0][1])
     assert again.status_code == 200
 
 
@@ -482,7 +487,7 @@ def test_queue_full_gives_429_with_retry_after(tight: Server) -> None:
         async with httpx.AsyncClient(base_url=tight.url, timeout=CALL_TIMEOUT_S) as client:
 
             def post(query: str = "") -> asyncio.Future[httpx.Response]:
-                url = "/extract?template=vat_invoice" + query
+                url = "/extract?template=vat_invoice&fallback=never" + query
                 return asyncio.ensure_future(client.post(url, content=data))
 
             accepted = [post("&debug_sleep_s=1.5")]
@@ -514,7 +519,9 @@ def test_hung_worker_gives_504_and_is_replaced(tight: Server) -> None:
     data = FORM.read_bytes()
     before = tight.pids()
     start = time.monotonic()
-    r = tight.client.post("/extract?template=vat_invoice&debug_sleep_s=30", content=data)
+    r = tight.client.post(
+        "/extract?template=vat_invoice&fallback=never&debug_sleep_s=30", content=data
+    )
     elapsed = time.monotonic() - start
     body = _assert_error(r, 504)
     assert body["error"] == "worker_timeout"
@@ -525,7 +532,7 @@ def test_hung_worker_gives_504_and_is_replaced(tight: Server) -> None:
     after = tight.pids()
     tight.worker_pids |= set(after)
     assert len(after) == 1 and after != before
-    ok = tight.client.post("/extract?template=vat_invoice", content=data)
+    ok = tight.client.post("/extract?template=vat_invoice&fallback=never", content=data)
     assert ok.status_code == 200
 
 
@@ -535,7 +542,9 @@ def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:
     async def scenario() -> httpx.Response:
         async with httpx.AsyncClient(base_url=tight.url, timeout=CALL_TIMEOUT_S) as client:
             pending = asyncio.ensure_future(
-                client.post("/extract?template=vat_invoice&debug_sleep_s=1", content=data)
+                client.post(
+                    "/extract?template=vat_invoice&fallback=never&debug_sleep_s=1", content=data
+                )
             )
             await _until(lambda: tight.health()["inflight"] == 1)
             tight.proc.send_signal(signal.SIGTERM)

@@ -1,0 +1,178 @@
+"""The fallback path: fields from full-page OCR, found by the template's printed labels.
+
+When a page does not register on its form frame (a photo at a steep angle, a frame cut off, a
+seal over a corner) or a required field fails validation, full-page OCR runs and:
+
+1. **Labels align the page.** The printed labels of the reference form (read once per template
+   by the same OCR) are matched by text to the page's lines; their positions give a homography
+   (RANSAC), whatever the rotation or perspective.
+2. **Second chance for the ROI path.** With that homography the field boxes are cropped and read
+   again by the constrained recogniser.
+3. **Values from the page's own lines.** The OCR lines that fall inside each field's box, and,
+   for a layout whose boxes moved, the line beside or below the field's printed label.
+
+For each field the first reading that validates wins; each says where it came from.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from extractor.fields import check_value
+from extractor.fullpage import TextLine
+from extractor.templates import FieldSpec, Template
+
+MIN_LABEL_MATCHES = 4
+_NOISE = re.compile(r"[\s:：]")
+
+
+def norm(text: str) -> str:
+    """Text for label matching: no spaces or colons, full-width brackets as printed."""
+    return _NOISE.sub("", text)
+
+
+@dataclass(frozen=True, slots=True)
+class LabelAlignment:
+    homography: np.ndarray | None
+    """Reference px (template dpi) -> page px."""
+    matches: int
+    inliers: int
+    score: float
+    """Share of the reference's distinct labels found in place, in [0, 1]."""
+
+
+class ReferenceLabels:
+    """The printed text of a template's reference form, in reference pixels."""
+
+    def __init__(self, lines: list[TextLine]) -> None:
+        counts: dict[str, int] = {}
+        for line in lines:
+            counts[norm(line.text)] = counts.get(norm(line.text), 0) + 1
+        self.lines = lines
+        self.unique = {
+            norm(line.text): line.centre
+            for line in lines
+            if counts[norm(line.text)] == 1 and len(norm(line.text)) >= 2
+        }
+
+
+def align_by_labels(lines: list[TextLine], reference: ReferenceLabels) -> LabelAlignment:
+    """Homography from the reference's distinct labels to where the page prints them."""
+    page_counts: dict[str, int] = {}
+    for line in lines:
+        page_counts[norm(line.text)] = page_counts.get(norm(line.text), 0) + 1
+    src, dst = [], []
+    for line in lines:
+        text = norm(line.text)
+        for label, centre in reference.unique.items():
+            if text == label and page_counts[text] == 1:
+                point = line.centre
+            elif text.startswith(label) and len(text) > len(label):
+                point = _label_point(line, len(label) / len(text))
+            else:
+                continue
+            src.append(centre)
+            dst.append(point)
+            break
+    if len(src) < MIN_LABEL_MATCHES:
+        return LabelAlignment(None, len(src), 0, 0.0)
+    src_a = np.asarray(src, np.float32)
+    dst_a = np.asarray(dst, np.float32)
+    tolerance = 0.015 * float(np.linalg.norm(dst_a.max(axis=0) - dst_a.min(axis=0)))
+    homography, inlier_mask = cv2.findHomography(src_a, dst_a, cv2.RANSAC, max(tolerance, 3.0))
+    inliers = int(inlier_mask.sum()) if inlier_mask is not None else 0
+    if homography is None or inliers < MIN_LABEL_MATCHES or not _plausible(homography):
+        return LabelAlignment(None, len(src), inliers, 0.0)
+    score = min(1.0, inliers / max(len(reference.unique), 1))
+    return LabelAlignment(homography, len(src), inliers, round(score, 4))
+
+
+def _label_point(line: TextLine, share: float) -> np.ndarray:
+    """Centre of the first ``share`` of a line's text (a label printed before its value)."""
+    left = (line.quad[0] + line.quad[3]) / 2
+    right = (line.quad[1] + line.quad[2]) / 2
+    return left + (right - left) * share / 2
+
+
+def _plausible(homography: np.ndarray) -> bool:
+    """A homography that keeps the page convex and not absurdly squeezed or stretched."""
+    corners = np.array([[[0, 0], [1000, 0], [1000, 600], [0, 600]]], np.float64)
+    mapped = cv2.perspectiveTransform(corners, homography)[0].astype(np.float32)
+    if not cv2.isContourConvex(mapped):
+        return False
+    sides = np.linalg.norm(np.roll(mapped, -1, axis=0) - mapped, axis=1)
+    return bool(sides.min() > 0 and sides.max() / sides.min() < 20)
+
+
+def lines_in_box(
+    lines: list[TextLine], spec: FieldSpec, template: Template, homography: np.ndarray
+) -> tuple[str, float, np.ndarray] | None:
+    """The text of the page lines whose centres fall in a field's box (with the crop margin),
+    left to right, with any printed label in front of the value stripped."""
+    ppm = template.px_per_mm
+    margin = template.crop_margin_mm
+    box = spec.box
+    x0, y0 = (box.x - margin) * ppm, (box.y - margin / 2) * ppm
+    x1, y1 = (box.x + box.w + margin) * ppm, (box.y + box.h + margin / 2) * ppm
+    inverse = np.linalg.inv(homography)
+    found = []
+    for line in lines:
+        cx, cy = cv2.perspectiveTransform(line.centre.reshape(1, 1, 2).astype(np.float64), inverse)[
+            0, 0
+        ]
+        if x0 <= cx <= x1 and y0 <= cy <= y1:
+            found.append((cx, line))
+    if not found:
+        return None
+    found.sort(key=lambda item: item[0])
+    text = "".join(_strip_label(line.text, spec.label) for _, line in found)
+    score = float(np.mean([line.score for _, line in found]))
+    quad = np.vstack([line.quad for _, line in found])
+    return text, score, quad
+
+
+def _strip_label(text: str, label: str | None) -> str:
+    if label:
+        cleaned = norm(text)
+        if cleaned.startswith(norm(label)):
+            return cleaned[len(norm(label)) :]
+    return text
+
+
+def beside_label(
+    lines: list[TextLine], spec: FieldSpec, near: np.ndarray | None = None
+) -> tuple[str, float, np.ndarray] | None:
+    """The value printed after the field's label on its line, or the nearest line to its right
+    (or below) whose text passes the field's checks. ``near`` (page px) picks among repeated
+    labels (名称 for buyer and seller) the one closest to where the field should be."""
+    if not spec.label:
+        return None
+    label = norm(spec.label)
+    holders = [line for line in lines if label in norm(line.text)]
+    if not holders:
+        return None
+    if near is not None:
+        holders.sort(key=lambda line: float(np.linalg.norm(line.centre - near)))
+    holder = holders[0]
+    rest = norm(holder.text).split(label, 1)[1]
+    if rest and not check_value(spec, rest).errors:
+        return rest, holder.score, holder.quad
+    height = max(holder.height, 1.0)
+    right = (holder.quad[1] + holder.quad[2]) / 2
+    candidates = []
+    for line in lines:
+        if line is holder:
+            continue
+        dx, dy = line.centre - right
+        if abs(dy) < 0.7 * height and dx > -height:  # same row, to the right
+            candidates.append((float(dx), line))
+        elif 0 < dy < 3 * height and abs(line.centre[0] - holder.centre[0]) < 6 * height:  # below
+            candidates.append((float(10 * height + dy), line))
+    for _, line in sorted(candidates, key=lambda item: item[0]):
+        if not check_value(spec, line.text).errors:
+            return line.text, line.score, line.quad
+    return None

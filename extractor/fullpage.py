@@ -1,0 +1,91 @@
+"""Full-page OCR (detection + direction classification + recognition) for the fallback path.
+
+It runs RapidOCR with the PP-OCRv6 det/rec and the cls models its wheel ships (nothing is
+downloaded). On CPU and CUDA it uses ONNX Runtime; with ``provider="tensorrt"`` it uses
+RapidOCR's own TensorRT engine, which already carries optimisation profiles for det, cls and rec
+and caches the built engines on disk (ORT's TensorRT EP would need the same profiles written
+out per model; one engine builder for three models is less to get wrong).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from extractor.errors import EngineError
+
+Provider = Literal["cpu", "cuda", "tensorrt"]
+
+
+@dataclass(frozen=True, slots=True)
+class TextLine:
+    """One line found on the page: its outline (4x2, page px), text and confidence."""
+
+    quad: np.ndarray
+    text: str
+    score: float
+
+    @property
+    def centre(self) -> np.ndarray:
+        return self.quad.mean(axis=0)
+
+    @property
+    def height(self) -> float:
+        return float(
+            (
+                np.linalg.norm(self.quad[3] - self.quad[0])
+                + np.linalg.norm(self.quad[2] - self.quad[1])
+            )
+            / 2
+        )
+
+
+class FullPageOCR:
+    """RapidOCR over a whole page; loaded once per process (see :func:`get_fullpage_ocr`)."""
+
+    def __init__(self, provider: Provider = "cpu", threads: int = 0, cache_dir: str | None = None):
+        try:
+            from rapidocr import RapidOCR
+        except ImportError as exc:  # pragma: no cover - rapidocr is a core dependency
+            raise EngineError("full-page OCR needs the rapidocr package") from exc
+        params: dict[str, object] = {
+            "Global.log_level": "error",
+            "EngineConfig.onnxruntime.intra_op_num_threads": threads or -1,
+        }
+        if provider == "cuda":
+            params["EngineConfig.onnxruntime.use_cuda"] = True
+            params["EngineConfig.onnxruntime.cuda_ep_cfg.cudnn_conv_algo_search"] = "DEFAULT"
+        elif provider == "tensorrt":
+            for stage in ("Det", "Cls", "Rec"):
+                params[f"{stage}.engine_type"] = "tensorrt"
+            params["EngineConfig.tensorrt.use_fp16"] = True
+            if cache_dir:
+                params["EngineConfig.tensorrt.cache_dir"] = cache_dir
+        try:
+            self._engine = RapidOCR(params=params)
+        except Exception as exc:
+            raise EngineError(f"cannot start full-page OCR ({provider}): {exc}") from exc
+        self.provider = provider
+
+    def __call__(self, image: np.ndarray) -> list[TextLine]:
+        result = self._engine(image)
+        if result.boxes is None or result.txts is None:
+            return []
+        return [
+            TextLine(np.asarray(box, np.float32).reshape(4, 2), str(text), float(score))
+            for box, text, score in zip(result.boxes, result.txts, result.scores, strict=True)
+            if str(text).strip()
+        ]
+
+
+_CACHE: dict[tuple[str, int], FullPageOCR] = {}
+
+
+def get_fullpage_ocr(provider: Provider = "cpu", threads: int = 0) -> FullPageOCR:
+    """The process's full-page OCR (loaded on first use: the ROI path never pays for it)."""
+    key = (provider, threads)
+    if key not in _CACHE:
+        _CACHE[key] = FullPageOCR(provider, threads)
+    return _CACHE[key]
