@@ -23,7 +23,7 @@ def _extract(args: argparse.Namespace) -> int:
 
     extractor = Extractor(engine=args.engine, dpi=args.dpi)
     extractor.templates.get(args.template)  # unknown template: fail before reading any file
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)
     status = EXIT_OK
     for file in args.files:
         try:
@@ -95,6 +95,26 @@ def _synth(args: argparse.Namespace) -> int:
     return synth_main(args.synth_args)
 
 
+def _models(args: argparse.Namespace) -> int:
+    from extractor.models import convert_ppocr_onnx
+
+    done = convert_ppocr_onnx(
+        model=args.model,
+        onnx_path=args.onnx,
+        out_dir=args.out,
+        keys_path=args.keys,
+        force=args.force,
+    )
+    if done.reused:
+        print(f"{done.out_dir}: already converted from {done.source} (--force to redo)")
+    else:
+        print(
+            f"{done.out_dir}: converted {done.source} in {done.seconds:.1f} s; "
+            f"{done.classes} classes, max difference from ONNX Runtime {done.max_abs_diff:.1e}"
+        )
+    return EXIT_OK
+
+
 def _serve(args: argparse.Namespace) -> int:
     from service.server import serve, settings_from_args
 
@@ -157,6 +177,18 @@ def build_parser() -> argparse.ArgumentParser:
     ba.add_argument("--engine", choices=ENGINES, default="ppocr")
     ba.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
     ba.set_defaults(func=_batch)
+
+    mo = sub.add_parser("models", help="make model files from what packages ship")
+    mo_sub = mo.add_subparsers(dest="action", required=True)
+    cv = mo_sub.add_parser(
+        "convert", help="PP-OCR rec ONNX -> Paddle inference model for --engine paddle"
+    )
+    cv.add_argument("--model", default="PP-OCRv6", help="packaged model (PP-OCRv6, PP-OCRv4)")
+    cv.add_argument("--onnx", default=None, help="another PP-OCR rec .onnx file instead")
+    cv.add_argument("--keys", default=None, help="character list, when the ONNX has none")
+    cv.add_argument("--out", default=None, help="output folder (default: ~/.cache/roi/models/…)")
+    cv.add_argument("--force", action="store_true", help="convert again even if up to date")
+    cv.set_defaults(func=_models)
 
     from service.server import add_arguments as add_serve_arguments
 

@@ -9,6 +9,7 @@ valid: the number that matters most.
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -163,7 +164,7 @@ def print_report(report: EvalReport) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 140)
 
     def tally_table(title: str, rows: dict[str, Tally]) -> Table:
         table = Table(title=title, title_justify="left")
