@@ -21,7 +21,7 @@ def _extract(args: argparse.Namespace) -> int:
     from extractor.display import document_table
     from extractor.pipeline import Extractor
 
-    extractor = Extractor(engine=args.engine, dpi=args.dpi)
+    extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback)
     extractor.templates.get(args.template)  # unknown template: fail before reading any file
     console = Console(width=None if sys.stdout.isatty() else 140)
     status = EXIT_OK
@@ -60,8 +60,10 @@ def _templates(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from extractor.evaluate import evaluate, print_report
+    from extractor.pipeline import Extractor
 
-    report = evaluate(Path(args.dir), template=args.template, engine=args.engine)
+    extractor = Extractor(engine=args.engine, fallback=args.fallback)
+    report = evaluate(Path(args.dir), template=args.template, extractor=extractor)
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
@@ -142,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--engine", choices=ENGINES, default="ppocr")
     ex.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
     ex.add_argument("--strict", action="store_true", help="exit 1 when any field needs review")
+    ex.add_argument(
+        "--fallback",
+        choices=("auto", "never", "always"),
+        default="auto",
+        help="full-page OCR when a page does not match or a required field fails (auto)",
+    )
     ex.set_defaults(func=_extract)
 
     tp = sub.add_parser("templates", help="list templates, or show one as JSON")
@@ -153,6 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--template", default=None, help="template name (default: the truth's)")
     ev.add_argument("--engine", choices=ENGINES, default="ppocr")
     ev.add_argument("--json", action="store_true")
+    ev.add_argument("--fallback", choices=("auto", "never", "always"), default="auto")
     ev.set_defaults(func=_eval)
 
     sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
