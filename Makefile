@@ -41,6 +41,26 @@ $(VENV)/.setup-distributed: pyproject.toml | $(VENV)/.setup
 	$(PIP) install -q -e '.[distributed]'
 	touch $@
 
+# Paddle engine, in its own venv (paddle's dependencies are kept apart from the main one): the
+# paddle extra (paddlepaddle 3.3.1 CPU wheel, x2paddle, onnx; ~1.5 GB, ~30-60 s), then the rapidocr
+# wheel's PP-OCRv6 rec converted to a Paddle inference model in ~/.cache/roi/models (a no-op when
+# up to date). The .gitignore inside keeps the venv out of git.
+PADDLE_VENV := .venv-paddle
+PADDLE_BIN := $(PADDLE_VENV)/bin
+.PHONY: setup-paddle test-paddle
+
+$(PADDLE_BIN)/python:
+	$(PY) -m venv $(PADDLE_VENV)
+	echo '*' > $(PADDLE_VENV)/.gitignore
+	$(PADDLE_BIN)/pip install -q --upgrade pip
+
+$(PADDLE_VENV)/.setup: pyproject.toml | $(PADDLE_BIN)/python
+	$(PADDLE_BIN)/pip install -q -e '.[paddle,dev]'
+	touch $@
+
+setup-paddle: $(PADDLE_VENV)/.setup
+	$(PADDLE_BIN)/roi models convert
+
 setup: $(VENV)/.setup
 setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr $(VENV)/.setup-distributed fonts
 
@@ -57,6 +77,10 @@ run: setup
 test: setup-dev
 	$(BIN)/ruff check extractor service tests bench
 	$(BIN)/pytest -q
+
+test-paddle: setup-paddle
+	$(PADDLE_BIN)/ruff check extractor/engines/paddle.py extractor/models.py tests/test_engine_paddle.py
+	ROI_REQUIRE_PADDLE=1 $(PADDLE_BIN)/pytest -q tests/test_engine_paddle.py
 
 eval: setup
 	$(BIN)/roi eval fixtures

@@ -7,7 +7,7 @@ from functools import cache
 from extractor.engines.base import Recognition, Recognizer
 from extractor.errors import EngineError
 
-ENGINES = ("ppocr", "easyocr")
+ENGINES = ("ppocr", "easyocr", "paddle")
 
 
 @cache
@@ -21,6 +21,10 @@ def get_engine(name: str = "ppocr", **options: object) -> Recognizer:
         from extractor.engines.easyocr import EasyOCRRecognizer
 
         return EasyOCRRecognizer(**options)  # type: ignore[arg-type]
+    if name == "paddle":
+        from extractor.engines.paddle import PaddleRecognizer
+
+        return PaddleRecognizer(**options)  # type: ignore[arg-type]
     raise EngineError(f"unknown engine {name!r} (known: {', '.join(ENGINES)})")
 
 
