@@ -23,6 +23,8 @@ from extractor.errors import (
 DEFAULT_DPI = 200
 MAX_PAGES = 200
 MAX_PIXELS = 80_000_000  # per page; a 600 dpi A3 page is ~70 MP
+MM_PER_PT = 25.4 / 72
+MIN_TEXT_LAYER_WORDS = 5
 
 _MAGIC: list[tuple[bytes, str]] = [
     (b"%PDF-", "pdf"),
@@ -39,14 +41,29 @@ MEDIA_TYPES = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A word of a PDF's text layer, in millimetres from the page's top-left corner."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+
+
 @dataclass(slots=True)
 class Page:
-    """One page of a document, as a BGR image."""
+    """One page of a document, as a BGR image (and, for born-digital PDFs, its text layer)."""
 
     index: int
     image: np.ndarray
     dpi: float | None
     """Pixels per inch when the source says (PDF rendering); None for images."""
+    size_mm: tuple[float, float] | None = None
+    """The page's printed size (PDF pages)."""
+    words: list[Word] | None = None
+    """The PDF's text layer, when it has a usable one."""
 
 
 def sniff(data: bytes) -> str:
@@ -157,6 +174,20 @@ def _tiff_pages(
         yield Page(index, frame, None)
 
 
+def _text_layer(page: object) -> list[Word] | None:
+    """The page's words in mm, or None when it has no usable text layer (a scanned PDF)."""
+    try:
+        raw = page.get_text("words", sort=True)  # type: ignore[attr-defined]
+    except Exception:
+        return None
+    words = [
+        Word(x0 * MM_PER_PT, y0 * MM_PER_PT, x1 * MM_PER_PT, y1 * MM_PER_PT, clean)
+        for x0, y0, x1, y1, text, *_ in raw
+        if (clean := text.replace("\ufffd", "").strip())
+    ]
+    return words if len(words) >= MIN_TEXT_LAYER_WORDS else None
+
+
 def _pdf_pages(
     data: bytes, *, dpi: int, pages: set[int] | None, max_pages: int, max_pixels: int
 ) -> Iterator[Page]:
@@ -191,4 +222,5 @@ def _pdf_pages(
                 raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
             image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
             image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
-            yield Page(index, image, float(dpi))
+            size_mm = (rect.width * MM_PER_PT, rect.height * MM_PER_PT)
+            yield Page(index, image, float(dpi), size_mm, _text_layer(page))

@@ -25,6 +25,7 @@ from extractor.fallback import (
     align_by_labels,
     beside_label,
     lines_in_box,
+    norm,
 )
 from extractor.fields import check_rules, check_value, resolve_allowlist
 from extractor.fullpage import get_fullpage_ocr
@@ -33,8 +34,10 @@ from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldSpec, Template, TemplateStore
+from extractor.textlayer import MARGIN_MM, bounds_px, join_words, page_fits, words_in_box
 
 FallbackMode = Literal["auto", "never", "always"]
+Registration = Literal["frame", "labels", "text_layer"]
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
 
@@ -82,6 +85,7 @@ class Extractor:
         dpi: int = DEFAULT_DPI,
         min_confidence: float = MIN_CONFIDENCE,
         fallback: FallbackMode = "auto",
+        text_layer: bool = True,
         **engine_options: object,
     ) -> None:
         self.templates = templates or TemplateStore()
@@ -89,6 +93,7 @@ class Extractor:
         self.dpi = dpi
         self.min_confidence = min_confidence
         self.fallback = fallback
+        self.text_layer = text_layer
         self._reference_labels: dict[tuple[str, Path | None], ReferenceLabels] = {}
 
     def extract(
@@ -144,6 +149,11 @@ class Extractor:
         match the template when the fallback is off. An unmatched page with the fallback on is
         prepared with no crops; :meth:`finish` then takes the fallback path."""
         mode = fallback or self.fallback
+        if self.text_layer and page_fits(page, template):
+            with _timed(timings, "crop"):
+                result = self._read_text_layer(page, template, timings)
+            if result is not None:
+                return result
         with _timed(timings, "register"):
             alignment = register(page.image, template)
         keep = page.image if mode != "never" else None
@@ -164,37 +174,36 @@ class Extractor:
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
                 for crop, read in zip(prepared.crops, reads, strict=True)
             }
-        registration: Literal["frame", "labels"] | None = (
-            "frame" if prepared.alignment.matched else None
-        )
+        registration: Registration | None = "frame" if prepared.alignment.matched else None
         if self._wants_fallback(prepared, fields):
             with _timed(prepared.timings, "fallback"):
                 fields, labels = self._fallback(prepared, fields)
             if registration is None and labels is not None:
                 registration = "labels"
-        template = prepared.template
-        with _timed(prepared.timings, "validate"):
-            _apply_rules(template, fields)
-            if prepared.qr:
-                _cross_check_qr(template, prepared.qr, fields)
-        if registration is None:
-            status = "unmatched"
-        else:
-            status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
-        alignment = prepared.alignment
-        return PageResult(
-            page=prepared.index + 1,
-            template=template.name,
-            status=status,
-            matched=alignment.matched,
-            registration=registration,
-            match_score=alignment.score,
-            rotation_deg=alignment.rotation_deg,
-            message=alignment.reason,
-            fields=fields,
-            qr=prepared.qr,
-            timings_ms=prepared.timings,
-        )
+        return _conclude(prepared, fields, registration)
+
+    # -- born-digital PDFs ----------------------------------------------------------------------
+
+    def _read_text_layer(
+        self, page: Page, template: Template, timings: Timings
+    ) -> PageResult | None:
+        """The page's fields from its PDF text layer, or None when a required one is not there
+        (the page then takes the image path)."""
+        assert page.words is not None
+        fields: dict[str, FieldResult] = {}
+        labels = {norm(f.label) for f in template.fields if f.label}
+        for spec in template.fields:
+            words = words_in_box(page.words, spec, MARGIN_MM, labels)
+            text = join_words(words, spec.label)
+            field = self._field(spec, Recognition(text, 1.0 if text else 0.0), None)
+            field.box = bounds_px(words, page.dpi or self.dpi) if words else None
+            field.source = "text_layer"
+            fields[spec.name] = field
+        if not all(fields[f.name].valid for f in template.fields if f.required):
+            return None
+        alignment = Alignment(True, 1.0, None)
+        prepared = PreparedPage(page.index, template, alignment, [], timings)
+        return _conclude(prepared, fields, "text_layer")
 
     # -- fallback -----------------------------------------------------------------------------
 
@@ -318,6 +327,35 @@ def _bounds(quad: np.ndarray) -> list[float]:
         round(float(x1 - x0), 1),
         round(float(y1 - y0), 1),
     ]
+
+
+def _conclude(
+    prepared: PreparedPage, fields: dict[str, FieldResult], registration: Registration | None
+) -> PageResult:
+    """Cross-check the fields (rules, QR code) and give the page its status."""
+    template = prepared.template
+    with _timed(prepared.timings, "validate"):
+        _apply_rules(template, fields)
+        if prepared.qr:
+            _cross_check_qr(template, prepared.qr, fields)
+    if registration is None:
+        status = "unmatched"
+    else:
+        status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
+    alignment = prepared.alignment
+    return PageResult(
+        page=prepared.index + 1,
+        template=template.name,
+        status=status,
+        matched=alignment.matched,
+        registration=registration,
+        match_score=alignment.score,
+        rotation_deg=alignment.rotation_deg,
+        message=alignment.reason,
+        fields=fields,
+        qr=prepared.qr,
+        timings_ms=prepared.timings,
+    )
 
 
 def _box_centre(spec: FieldSpec, template: Template, homography: np.ndarray) -> np.ndarray:

@@ -40,9 +40,10 @@ class PageResult(BaseModel):
     template: str | None
     status: PageStatus
     matched: bool = Field(description="Whether the page registered on the template's frame.")
-    registration: Literal["frame", "labels"] | None = Field(
+    registration: Literal["frame", "labels", "text_layer"] | None = Field(
         default=None,
-        description="How the page was aligned: its ruled frame, or the fallback's printed labels.",
+        description="How the page was aligned: its ruled frame, the fallback's printed labels, "
+        "or (born-digital PDFs) its text layer at the template's size.",
     )
     match_score: float = Field(ge=0, le=1)
     rotation_deg: float = 0.0

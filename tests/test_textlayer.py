@@ -1,0 +1,84 @@
+"""Born-digital PDFs: fields come from the text layer, with no OCR."""
+
+import json
+from pathlib import Path
+
+import pymupdf
+import pytest
+
+from extractor.fields import amount_to_words
+from extractor.pipeline import Extractor
+from extractor.templates import TemplateStore
+
+ROOT = Path(__file__).resolve().parent.parent
+FONT = Path("/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc")
+PT_PER_MM = 72 / 25.4
+
+
+def printed(name: str, value: str) -> str:
+    """How an issuing system prints a normalised value."""
+    if name in ("amount", "tax", "total"):
+        return f"¥{value}"
+    if name == "total_in_words":
+        return "⊗" + amount_to_words(value)
+    if name == "issue_date":
+        y, m, d = value.split("-")
+        return f"{y}年{m}月{d}日"
+    if name == "check_code":
+        return " ".join(value[i : i + 5] for i in range(0, 20, 5))
+    return value
+
+
+def born_digital(truth: dict, path: Path, *, size_mm: tuple[float, float] = (241, 140)) -> Path:
+    """A PDF at the form's size whose text layer prints each field in its box, plus labels."""
+    template = TemplateStore().get("vat_invoice")
+    doc = pymupdf.open()
+    page = doc.new_page(width=size_mm[0] * PT_PER_MM, height=size_mm[1] * PT_PER_MM)
+    page.insert_font(fontname="zh", fontfile=str(FONT))
+    for spec in template.fields:
+        box = spec.box
+        if spec.label:  # the form's label, left of the value
+            page.insert_text(
+                ((box.x - 12) * PT_PER_MM, (box.y + box.h * 0.7) * PT_PER_MM),
+                spec.label,
+                fontname="zh",
+                fontsize=6,
+            )
+        page.insert_text(
+            ((box.x + 1) * PT_PER_MM, (box.y + box.h * 0.75) * PT_PER_MM),
+            printed(spec.name, truth[spec.name]),
+            fontname="zh",
+            fontsize=8,
+        )
+    page.draw_rect(pymupdf.Rect(13, 38, 228, 120) * PT_PER_MM, width=0.8)
+    doc.save(path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def extractor() -> Extractor:
+    return Extractor()
+
+
+@pytest.fixture(scope="module")
+def truth() -> dict:
+    data = json.loads((ROOT / "fixtures/clean/vat_invoice_0003.json").read_text(encoding="utf-8"))
+    return data["pages"][0]["fields"]
+
+
+def test_fields_come_from_the_text_layer(extractor: Extractor, truth: dict, tmp_path: Path) -> None:
+    pdf = born_digital(truth, tmp_path / "digital.pdf")
+    (page,) = extractor.extract(pdf, "vat_invoice").pages
+    assert page.registration == "text_layer" and page.status == "ok"
+    assert {k: f.value for k, f in page.fields.items()} == truth
+    assert all(f.source == "text_layer" and f.valid for f in page.fields.values())
+    assert page.timings_ms.recognize == 0 and page.timings_ms.register == 0
+
+
+def test_other_page_size_takes_the_image_path(
+    extractor: Extractor, truth: dict, tmp_path: Path
+) -> None:
+    pdf = born_digital(truth, tmp_path / "a4.pdf", size_mm=(297, 210))
+    (page,) = extractor.extract(pdf, "vat_invoice").pages
+    assert page.registration != "text_layer"
+    assert all(f.source != "text_layer" for f in page.fields.values())
