@@ -22,7 +22,8 @@ def _extract(args: argparse.Namespace) -> int:
     from extractor.pipeline import Extractor
 
     extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback)
-    extractor.templates.get(args.template)  # unknown template: fail before reading any file
+    if args.template != "auto":
+        extractor.templates.get(args.template)  # unknown template: fail before reading a file
     console = Console(width=None if sys.stdout.isatty() else 140)
     status = EXIT_OK
     for file in args.files:
@@ -137,7 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ex = sub.add_parser("extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF)")
     ex.add_argument("files", nargs="+", metavar="FILE")
-    ex.add_argument("--template", "-t", required=True, help="template name (see `roi templates`)")
+    ex.add_argument(
+        "--template",
+        "-t",
+        required=True,
+        help="template name (see `roi templates`), or auto to pick one per page",
+    )
     out = ex.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--table", action="store_true", help="print a table per page (default)")

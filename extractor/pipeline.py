@@ -36,6 +36,7 @@ from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldSpec, Template, TemplateStore
 from extractor.textlayer import MARGIN_MM, bounds_px, join_words, page_fits, words_in_box
 
+AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
 Registration = Literal["frame", "labels", "text_layer"]
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
@@ -65,6 +66,8 @@ class PreparedPage:
     image: np.ndarray | None = None
     """The page, kept for the fallback path (None when the fallback is off)."""
     fallback: FallbackMode = "never"
+    template_scores: dict[str, float] | None = None
+    """Every template's match score, when the template was picked per page (auto)."""
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -110,7 +113,11 @@ class Extractor:
         for unreadable documents and :class:`~extractor.errors.TemplateNotFoundError` for an
         unknown template.
         """
-        tpl = self.templates.get(template) if isinstance(template, str) else template
+        tpl: Template | None
+        if template == AUTO:
+            tpl = None
+        else:
+            tpl = self.templates.get(template) if isinstance(template, str) else template
         data, label = read_source(source)
         wanted = None if pages is None else {p - 1 for p in pages}
         results = []
@@ -123,11 +130,14 @@ class Extractor:
                 break
             results.append(self.extract_page(page, tpl, timings))
         return DocumentResult(
-            file=name or label, template=tpl.name, engine=self.engine.name, pages=results
+            file=name or label,
+            template=tpl.name if tpl is not None else AUTO,
+            engine=self.engine.name,
+            pages=results,
         )
 
     def extract_page(
-        self, page: Page, template: Template, timings: Timings | None = None
+        self, page: Page, template: Template | None, timings: Timings | None = None
     ) -> PageResult:
         """Every stage for one page. Callers that batch recognition across pages or requests
         use :meth:`prepare` and :meth:`finish` around their own ``engine.recognize`` call."""
@@ -141,30 +151,43 @@ class Extractor:
     def prepare(
         self,
         page: Page,
-        template: Template,
+        template: Template | None,
         timings: Timings,
         fallback: FallbackMode | None = None,
     ) -> PreparedPage | PageResult:
         """Register and crop: a page ready for recognition, or the result of a page that does not
         match the template when the fallback is off. An unmatched page with the fallback on is
-        prepared with no crops; :meth:`finish` then takes the fallback path."""
+        prepared with no crops; :meth:`finish` then takes the fallback path.
+
+        ``template=None`` picks, per page, the template that matches best (``auto``): a page that
+        matches none is ``unmatched`` with every template's score and no fallback.
+        """
         mode = fallback or self.fallback
-        if self.text_layer and page_fits(page, template):
-            with _timed(timings, "crop"):
-                result = self._read_text_layer(page, template, timings)
-            if result is not None:
-                return result
+        candidates = [template] if template is not None else self.templates.all()
+        if self.text_layer:
+            for candidate in candidates:
+                if page_fits(page, candidate):
+                    with _timed(timings, "crop"):
+                        result = self._read_text_layer(page, candidate, timings)
+                    if result is not None:
+                        return result
         with _timed(timings, "register"):
-            alignment = register(page.image, template)
+            alignments = {c.name: (c, register(page.image, c)) for c in candidates}
+        scores = None if template is not None else {n: a.score for n, (_, a) in alignments.items()}
+        chosen, alignment = max(alignments.values(), key=lambda pair: pair[1].score)
+        if template is None and not alignment.matched:
+            return _unmatched(page, None, alignment, timings, scores)
         keep = page.image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
             if mode == "never":
-                return _unmatched(page, template, alignment, timings)
-            return PreparedPage(page.index, template, alignment, [], timings, None, keep, mode)
+                return _unmatched(page, chosen, alignment, timings)
+            return PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
         with _timed(timings, "crop"):
-            crops = crop_fields(page.image, alignment.homography, template)
-            qr = read_qr(page.image, alignment.homography, template)
-        return PreparedPage(page.index, template, alignment, crops, timings, qr, keep, mode)
+            crops = crop_fields(page.image, alignment.homography, chosen)
+            qr = read_qr(page.image, alignment.homography, chosen)
+        prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
+        prepared.template_scores = scores
+        return prepared
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it
@@ -354,6 +377,7 @@ def _conclude(
         message=alignment.reason,
         fields=fields,
         qr=prepared.qr,
+        template_scores=prepared.template_scores,
         timings_ms=prepared.timings,
     )
 
@@ -374,15 +398,20 @@ def _empty(spec: FieldSpec) -> FieldResult:
 
 
 def _unmatched(
-    page: Page, template: Template, alignment: Alignment, timings: Timings
+    page: Page,
+    template: Template | None,
+    alignment: Alignment,
+    timings: Timings,
+    scores: dict[str, float] | None = None,
 ) -> PageResult:
     return PageResult(
         page=page.index + 1,
-        template=template.name,
+        template=template.name if template is not None else None,
         status="unmatched",
         matched=False,
         match_score=alignment.score,
         rotation_deg=alignment.rotation_deg,
-        message=alignment.reason,
+        message=alignment.reason if template is not None else "no template matches this page",
+        template_scores=scores,
         timings_ms=timings,
     )

@@ -50,6 +50,9 @@ class PageResult(BaseModel):
     message: str | None = None
     fields: dict[str, FieldResult] = Field(default_factory=dict)
     qr: str | None = Field(default=None, description="The page's QR payload, when one was read.")
+    template_scores: dict[str, float] | None = Field(
+        default=None, description="Every template's match score, when the template was 'auto'."
+    )
     timings_ms: Timings = Field(default_factory=Timings)
 
 
