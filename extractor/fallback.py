@@ -53,6 +53,7 @@ class ReferenceLabels:
         for line in lines:
             counts[norm(line.text)] = counts.get(norm(line.text), 0) + 1
         self.lines = lines
+        self.texts = frozenset(norm(line.text) for line in lines)
         self.unique = {
             norm(line.text): line.centre
             for line in lines
@@ -144,19 +145,25 @@ def _strip_label(text: str, label: str | None) -> str:
 
 
 def beside_label(
-    lines: list[TextLine], spec: FieldSpec, near: np.ndarray | None = None
+    lines: list[TextLine],
+    spec: FieldSpec,
+    near: tuple[np.ndarray, float] | None = None,
+    stoplist: set[str] | frozenset[str] = frozenset(),
 ) -> tuple[str, float, np.ndarray] | None:
     """The value printed after the field's label on its line, or the nearest line to its right
-    (or below) whose text passes the field's checks. ``near`` (page px) picks among repeated
-    labels (名称 for buyer and seller) the one closest to where the field should be."""
+    (or below) whose text passes the field's checks and is not itself printed form text
+    (``stoplist``). ``near`` — (page point, radius in px) — keeps to the label occurrence
+    closest to where the field should be (名称 is printed for buyer and seller), within reach."""
     if not spec.label:
         return None
     label = norm(spec.label)
     holders = [line for line in lines if label in norm(line.text)]
+    if near is not None:
+        point, radius = near
+        holders = [h for h in holders if np.linalg.norm(h.centre - point) <= radius]
+        holders.sort(key=lambda line: float(np.linalg.norm(line.centre - point)))
     if not holders:
         return None
-    if near is not None:
-        holders.sort(key=lambda line: float(np.linalg.norm(line.centre - near)))
     holder = holders[0]
     rest = norm(holder.text).split(label, 1)[1]
     if rest and not check_value(spec, rest).errors:
@@ -173,6 +180,6 @@ def beside_label(
         elif 0 < dy < 3 * height and abs(line.centre[0] - holder.centre[0]) < 6 * height:  # below
             candidates.append((float(10 * height + dy), line))
     for _, line in sorted(candidates, key=lambda item: item[0]):
-        if not check_value(spec, line.text).errors:
+        if norm(line.text) not in stoplist and not check_value(spec, line.text).errors:
             return line.text, line.score, line.quad
     return None

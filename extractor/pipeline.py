@@ -39,6 +39,7 @@ from extractor.textlayer import MARGIN_MM, bounds_px, join_words, page_fits, wor
 AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
 Registration = Literal["frame", "labels", "text_layer"]
+REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
 
@@ -247,7 +248,8 @@ class Extractor:
         image = prepared.image
         assert image is not None
         lines = get_fullpage_ocr()(image)
-        labels = align_by_labels(lines, self.reference_labels(template))
+        reference = self.reference_labels(template)
+        labels = align_by_labels(lines, reference)
         homography = (
             prepared.alignment.homography if prepared.alignment.matched else labels.homography
         )
@@ -269,8 +271,9 @@ class Extractor:
                 candidates.append(
                     self._from_text(spec, lines_in_box(lines, spec, template, homography))
                 )
-            near = _box_centre(spec, template, homography) if homography is not None else None
-            candidates.append(self._from_text(spec, beside_label(lines, spec, near)))
+            near = _reach(spec, template, homography) if homography is not None else None
+            found = beside_label(lines, spec, near, reference.texts)
+            candidates.append(self._from_text(spec, found))
             present = [c for c in candidates if c is not None]
             if not present and homography is None:
                 continue  # nothing aligns the page to the form: report only what was found
@@ -382,12 +385,15 @@ def _conclude(
     )
 
 
-def _box_centre(spec: FieldSpec, template: Template, homography: np.ndarray) -> np.ndarray:
+def _reach(spec: FieldSpec, template: Template, homography: np.ndarray) -> tuple[np.ndarray, float]:
+    """Where a field's box lies on the page, and how far (page px) its label may be from it:
+    half the box's width plus 20 mm, for a layout whose boxes moved a little."""
     ppm = template.px_per_mm
-    centre = np.array(
-        [[[(spec.box.x + spec.box.w / 2) * ppm, (spec.box.y + spec.box.h / 2) * ppm]]]
-    )
-    return cv2.perspectiveTransform(centre, homography)[0, 0]
+    cx, cy = (spec.box.x + spec.box.w / 2) * ppm, (spec.box.y + spec.box.h / 2) * ppm
+    reach = (spec.box.w / 2 + REACH_MM) * ppm
+    points = np.array([[[cx, cy], [cx + reach, cy]]], np.float64)
+    centre, edge = cv2.perspectiveTransform(points, homography)[0]
+    return centre, float(np.linalg.norm(edge - centre))
 
 
 def _empty(spec: FieldSpec) -> FieldResult:

@@ -116,3 +116,36 @@ def test_forced_read_shows_as_low_confidence() -> None:
     free, forced = engine.recognize([name, name], [None, "0123456789"])
     assert free.confidence > 0.9
     assert not forced.text or forced.confidence < 0.5
+
+
+def test_fallback_aligns_a_torn_page_by_its_labels(extractor: Extractor) -> None:
+    """The lower third of the form is torn off: the frame no longer registers, the printed
+    labels that remain align the page, and the fields still on it are read; the ones torn off
+    are reported missing, never filled from another field's label."""
+    path = FIXTURES / "clean/vat_invoice_0002.jpg"
+    image = cv2.imread(str(path))
+    image[int(image.shape[0] * 0.62) :, :] = (235, 242, 246)
+    expected = truth(path)["pages"][0]["fields"]
+    data = cv2.imencode(".png", image)[1].tobytes()
+    (page,) = extractor.extract(data, "vat_invoice").pages
+    assert not page.matched and page.registration == "labels"
+    assert page.timings_ms.fallback > 0
+    for name in ("invoice_code", "invoice_number", "issue_date", "buyer_name", "buyer_tax_id"):
+        assert page.fields[name].value == expected[name] and page.fields[name].valid
+    for name in ("seller_name", "seller_tax_id", "total"):
+        assert not page.fields[name].valid
+    never = Extractor(fallback="never").extract(data, "vat_invoice").pages[0]
+    assert never.status == "unmatched" and not never.fields
+
+
+def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
+    result = extractor.extract(FIXTURES / "multipage/vat_invoice_0045.pdf", "auto")
+    invoice, note = result.pages
+    assert result.template == "auto"
+    assert invoice.template == "vat_invoice" and invoice.status == "ok"
+    assert (
+        invoice.template_scores
+        and max(invoice.template_scores, key=invoice.template_scores.get) == "vat_invoice"
+    )
+    assert note.status == "unmatched" and note.template is None and not note.fields
+    assert note.template_scores and all(s < 0.7 for s in note.template_scores.values())
