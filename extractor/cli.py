@@ -21,7 +21,8 @@ def _extract(args: argparse.Namespace) -> int:
     from extractor.display import document_table
     from extractor.pipeline import Extractor
 
-    extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback)
+    options = {"model": args.model} if args.model else {}
+    extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback, **options)
     if args.template != "auto":
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
     console = Console(width=None if sys.stdout.isatty() else 140)
@@ -148,6 +149,11 @@ def build_parser() -> argparse.ArgumentParser:
     out.add_argument("--json", action="store_true", help="print the result as JSON")
     out.add_argument("--table", action="store_true", help="print a table per page (default)")
     ex.add_argument("--engine", choices=ENGINES, default="ppocr")
+    ex.add_argument(
+        "--model",
+        choices=("PP-OCRv6", "PP-OCRv4"),
+        help="ppocr recognition model (PP-OCRv4 needs the ppocrv4 extra); default PP-OCRv6",
+    )
     ex.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
     ex.add_argument("--strict", action="store_true", help="exit 1 when any field needs review")
     ex.add_argument(
