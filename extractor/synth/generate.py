@@ -23,7 +23,7 @@ from PIL import Image
 from extractor.synth.content import make_invoice
 from extractor.synth.degrade import LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
-from extractor.synth.readme import README, level_table
+from extractor.synth.readme import README, digital_section, level_table
 from extractor.synth.render import RenderedPage, render_invoice
 
 TEMPLATE = "vat_invoice"
@@ -38,6 +38,8 @@ DATA_OFFSET_MM = {
 }
 DEFAULT_COUNTS = {"clean": 14, "light": 12, "medium": 10, "heavy": 8, "multipage": 3}
 MULTIPAGE_KINDS = ("pdf_invoice_and_note", "pdf_letter_and_invoices", "tiff_two_invoices")
+DIGITAL_FOLDER = "digital"  # the 数电票 set (template vat_invoice_digital)
+DIGITAL_PREFIX = "digital_"  # counts keys of the 数电票 set: digital_pdf, digital_clean, ...
 MM_PER_PT = 25.4 / 72
 
 
@@ -234,6 +236,19 @@ def document_seed(base_seed: int, number: int) -> int:
     return base_seed * 10000 + number
 
 
+def digital_counts(counts: dict[str, int] | None) -> dict[str, int]:
+    """The 数电票 set's counts: its defaults when ``counts`` is None, else the ``digital_*``
+    keys of ``counts`` over the defaults, or nothing when it names none."""
+    from extractor.synth.digital import DEFAULT_DIGITAL_COUNTS
+
+    if counts is None:
+        return dict(DEFAULT_DIGITAL_COUNTS)
+    named = {
+        k.removeprefix(DIGITAL_PREFIX): v for k, v in counts.items() if k.startswith(DIGITAL_PREFIX)
+    }
+    return {**DEFAULT_DIGITAL_COUNTS, **named} if named else {}
+
+
 def write_fixture_set(
     out_dir: Path, seed: int = 2026, counts: dict[str, int] | None = None
 ) -> list[Path]:
@@ -241,9 +256,13 @@ def write_fixture_set(
 
     Folders ``clean/ light/ medium/ heavy/`` hold ``vat_invoice_NNNN.jpg`` + ``.json``;
     ``multipage/`` holds PDFs and a TIFF. Files are numbered across the set; document number
-    ``n`` has seed ``seed * 10000 + n``. Also writes ``out_dir/README.md``.
+    ``n`` has seed ``seed * 10000 + n``. ``digital/`` holds the 数电票 set (template
+    ``vat_invoice_digital``, :func:`extractor.synth.digital.write_digital_set`), written with the
+    default counts or when ``counts`` names a ``digital_*`` key (``digital_pdf=3, digital_clean=2,
+    ...``). Also writes ``out_dir/README.md``.
     The CLI wires ``roi synth`` to this: ``write_fixture_set(Path(out), seed=seed)``.
     """
+    digital = digital_counts(counts)
     counts = {**DEFAULT_COUNTS, **(counts or {})}
     out_dir = Path(out_dir)
     written: list[Path] = []
@@ -269,11 +288,16 @@ def write_fixture_set(
         truth = write_multipage(kind, document_seed(seed, number), path)
         _write_json(path.with_suffix(".json"), truth)
         written += [path, path.with_suffix(".json")]
+    if digital:
+        from extractor.synth.digital import write_digital_set
+
+        written += write_digital_set(out_dir / DIGITAL_FOLDER, seed=seed, counts=digital)
     readme = out_dir / "README.md"
-    readme.write_text(fixture_readme(seed, counts), encoding="utf-8")
+    readme.write_text(fixture_readme(seed, counts, digital), encoding="utf-8")
     written.append(readme)
     return written
 
 
-def fixture_readme(seed: int, counts: dict[str, int]) -> str:
-    return README.format(seed=seed, table=level_table(counts, DATA_OFFSET_MM))
+def fixture_readme(seed: int, counts: dict[str, int], digital: dict[str, int] | None = None) -> str:
+    text = README.format(seed=seed, table=level_table(counts, DATA_OFFSET_MM))
+    return text + digital_section(seed, digital) if digital else text

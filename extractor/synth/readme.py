@@ -96,3 +96,63 @@ JPEG/FreeType build may differ by a grey level or two).
 * Multi-page files: `"level": "multipage"`, and each page carries its own `seed`, `level` and
   `degradations`; non-invoice pages have `"template": null` and `"fields": {{}}`.
 """
+
+
+DIGITAL_README = """
+## `digital/`: fully digital invoices (数电票), template `vat_invoice_digital`
+
+The 210 x 140 mm 电子发票（普通发票）/（增值税专用发票） layout (`extractor/synth/digital*.py`): QR
+code top-left, the title under a 全国统一发票监制章, the 20-digit 发票号码 and 开票日期 top-right,
+one ruled table (buyer and seller side by side, items, 合计, 价税合计, 备注), 开票人 below;
+red-brown ruling and labels, black data placed exactly (born digital: no printer offset).
+Written with the rest by the same command (reference image `templates/vat_invoice_digital.png`).
+Document `vat_invoice_digital_NNNN` has seed `{seed} * 10000 + 5000 + NNNN` (the pages of a
+two-page PDF have that seed * 10 + page index) and is reproduced by
+`extractor.synth.digital.digital_pdf([seed])` (PDF) or
+`extractor.synth.digital.generate_digital_invoice(seed, level)` (scan).
+
+{table}
+
+* Truth as above with `"template": "vat_invoice_digital"` and the fields `invoice_number` (20
+  digits: year, province, channel digit, 15-digit sequence), `issue_date`, `buyer_name`,
+  `buyer_tax_id`, `seller_name`, `seller_tax_id`, `amount`, `tax`, `total`, `total_in_words`.
+  `print.field_text_boxes_mm` is each value's text box on the page (`[x, y, w, h]`, glyph advance
+  by ascender..descender); PDFs carry `degradations: {{}}` and a `seed` per page.
+* Text layer: each label and each value is its own text object; a value's Latin and CJK runs are
+  adjacent spans on one baseline, so `page.get_text("words")` gives each value as one word
+  (`¥1234.56`, `⊗壹仟贰佰叁拾肆元伍角陆分`, `2024年05月12日`) lying inside its template box
+  (points = mm * 72 / 25.4), its label a separate word outside the box.
+* QR payload `01,32,,<20-digit number>,<amount>,<YYYYMMDD>,,<crc16 hex>` (`31` on 专用发票).
+"""
+
+
+def digital_section(seed: int, counts: dict[str, int]) -> str:
+    """The README's section on the 数电票 set written with ``counts``."""
+    n = {k: counts.get(k, 0) for k in ("pdf", "pdf_2page", "clean", "light", "medium", "image_pdf")}
+    rows = (
+        (
+            "`digital/pdf/`",
+            f"{n['pdf'] + n['pdf_2page']} PDF, {n['pdf'] + 2 * n['pdf_2page']} invoice pages",
+            'born digital (`"level": "digital_pdf"`): vector ruling and QR code, text layer '
+            "in embedded subset fonts (AR PL UMing or WenQuanYi Zen Hei for Chinese, DejaVu Sans "
+            f"Mono for Latin, ¥ and ⊗), the seal an image; {n['pdf_2page']} file(s) with two "
+            "invoices",
+        ),
+        (
+            "`digital/scans/`",
+            f"{n['clean'] + n['light'] + n['medium']} JPEG",
+            "the same page printed on paper and scanned with the classic set's degradations: "
+            f"{n['clean']} clean (200 dpi), {n['light']} light and {n['medium']} medium "
+            "(150-180 dpi)",
+        ),
+        (
+            "`digital/scans/`",
+            f"{n['image_pdf']} PDF",
+            'a light scan wrapped in a PDF, no text layer (`"kind": "image_only_pdf"`)',
+        ),
+    )
+    table = "\n".join(
+        ["| folder | files | what |", "|---|---|---|"]
+        + [f"| {folder} | {files} | {what} |" for folder, files, what in rows]
+    )
+    return DIGITAL_README.format(seed=seed, table=table)
