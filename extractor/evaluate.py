@@ -72,7 +72,9 @@ class EvalReport(BaseModel):
     seconds: float = 0.0
     overall: Tally = Field(default_factory=Tally)
     by_field: dict[str, Tally] = Field(default_factory=dict)
-    by_level: dict[str, Tally] = Field(default_factory=dict)
+    by_level: dict[str, Tally] = Field(
+        default_factory=dict, description="Keyed by 'template level', e.g. 'vat_invoice light'."
+    )
     unmatched_pages: int = 0
     non_invoice_pages: int = 0
     non_invoice_rejected: int = 0
@@ -116,7 +118,7 @@ def evaluate(
     start = time.perf_counter()
     for doc, truth_path in find_documents(root):
         truth = json.loads(truth_path.read_text(encoding="utf-8"))
-        level = truth.get("level") or doc.parent.name
+        level = f"{truth['template']} {truth.get('level') or doc.parent.name}"
         name = str(doc.relative_to(root))
         report.documents += 1
         try:
@@ -153,11 +155,16 @@ def evaluate(
                     )
     report.seconds = round(time.perf_counter() - start, 2)
     report.by_field = dict(sorted(by_field.items()))
-    report.by_level = dict(sorted(by_level.items(), key=lambda kv: _LEVEL_ORDER.get(kv[0], 99)))
+    report.by_level = dict(sorted(by_level.items(), key=_level_order))
     return report
 
 
 _LEVEL_ORDER = {"clean": 0, "light": 1, "medium": 2, "heavy": 3, "multipage": 4}
+
+
+def _level_order(item: tuple[str, Tally]) -> tuple[str, int, str]:
+    template, _, level = item[0].partition(" ")
+    return template, _LEVEL_ORDER.get(level, 99), level
 
 
 def print_report(report: EvalReport) -> None:
@@ -193,7 +200,7 @@ def print_report(report: EvalReport) -> None:
         return table
 
     console.print(tally_table("Per field", {**report.by_field, "ALL": report.overall}))
-    console.print(tally_table("Per degradation level", report.by_level))
+    console.print(tally_table("Per template and degradation level", report.by_level))
     console.print(
         f"{report.documents} documents, {report.pages} pages in {report.seconds:.1f} s "
         f"({report.pages_per_second:.2f} pages/s); "
