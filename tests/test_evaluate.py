@@ -1,0 +1,62 @@
+"""`roi eval` on a small folder: real extraction, scored against the truth beside each file."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from extractor.evaluate import edit_distance, evaluate
+from extractor.pipeline import Extractor
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_edit_distance() -> None:
+    assert edit_distance("91350100M000100Y43", "91350100M000100Y43") == 0
+    assert edit_distance("1234.56", "1234.5") == 1
+    assert edit_distance("技术", "技不") == 1
+    assert edit_distance("", "abc") == 3
+
+
+def test_scores_right_wrong_and_dangerous(tmp_path: Path) -> None:
+    right = FIXTURES / "clean/vat_invoice_0004.jpg"
+    shutil.copy(right, tmp_path / "a.jpg")
+    shutil.copy(right.with_suffix(".json"), tmp_path / "a.json")
+    # the same scan with a truth that disagrees on one field: the extractor's (correct, valid)
+    # reading now counts as a wrong value passed as valid
+    shutil.copy(right, tmp_path / "b.jpg")
+    truth = json.loads(right.with_suffix(".json").read_text(encoding="utf-8"))
+    truth["pages"][0]["fields"]["buyer_name"] = "不是这家公司"
+    (tmp_path / "b.json").write_text(json.dumps(truth, ensure_ascii=False), encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("no truth, not scored")
+
+    report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
+    assert report.documents == 2 and report.pages == 2
+    assert report.overall.fields == 24 and report.overall.exact == 23
+    assert report.overall.wrong_valid == 1 and report.overall.wrong_flagged == 0
+    assert report.by_field["buyer_name"].exact == 1
+    (miss,) = report.misses
+    assert (miss.file, miss.field, miss.expected, miss.valid) == (
+        "b.jpg",
+        "buyer_name",
+        "不是这家公司",
+        True,
+    )
+    assert 0 < report.overall.cer < 0.05
+
+
+def test_cli_json(tmp_path: Path) -> None:
+    src = FIXTURES / "clean/vat_invoice_0005.jpg"
+    shutil.copy(src, tmp_path / "x.jpg")
+    shutil.copy(src.with_suffix(".json"), tmp_path / "x.json")
+    proc = subprocess.run(
+        [sys.executable, "-m", "extractor.cli", "eval", str(tmp_path), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    report = json.loads(proc.stdout)
+    assert report["overall"]["fields"] == 12 and report["overall"]["exact"] == 12
+    assert list(report["by_level"]) == ["vat_invoice clean"]
