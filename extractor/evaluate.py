@@ -45,7 +45,7 @@ class Tally(BaseModel):
         self.fields += 1
         self.chars += len(expected)
         self.char_errors += edit_distance(expected, value or "")
-        if got is not None and got.source != "roi":
+        if got is not None and got.source == "fallback":
             self.fallback += 1
         if value == expected:
             self.exact += 1
@@ -76,6 +76,8 @@ class EvalReport(BaseModel):
         default_factory=dict, description="Keyed by 'template level', e.g. 'vat_invoice light'."
     )
     unmatched_pages: int = 0
+    wrong_template_pages: int = 0
+    """Pages given another template than their truth's (with ``--template auto``)."""
     non_invoice_pages: int = 0
     non_invoice_rejected: int = 0
     errors: list[str] = Field(default_factory=list)
@@ -137,6 +139,8 @@ def evaluate(
                 continue
             if got_page is None or got_page.status == "unmatched":
                 report.unmatched_pages += 1
+            elif got_page.template != expected_page["template"]:
+                report.wrong_template_pages += 1
             for field, expected in expected_page["fields"].items():
                 got = got_page.fields.get(field) if got_page is not None else None
                 ok = report.overall.add(expected, got)
@@ -205,6 +209,7 @@ def print_report(report: EvalReport) -> None:
         f"{report.documents} documents, {report.pages} pages in {report.seconds:.1f} s "
         f"({report.pages_per_second:.2f} pages/s); "
         f"unmatched invoice pages: {report.unmatched_pages}; "
+        f"pages given the wrong template: {report.wrong_template_pages}; "
         f"non-invoice pages rejected: {report.non_invoice_rejected}/{report.non_invoice_pages}"
     )
     for err in report.errors:
