@@ -216,6 +216,10 @@ def build_parser() -> argparse.ArgumentParser:
     se = sub.add_parser("serve", help="run the HTTP API (see docs/service.md)")
     add_serve_arguments(se)
     se.set_defaults(func=_serve)
+
+    from extractor.authoring.cli import add_template_parser
+
+    add_template_parser(sub)  # roi template init | preview | check
     return parser
 
 

@@ -84,9 +84,9 @@ def match_label(text: str) -> tuple[str, LabelInfo, str] | None:
     key = label_key(text)
     best: tuple[str, LabelInfo, str] | None = None
     for label, info in KNOWN_LABELS.items():
-        if key == label or (key.startswith(label) and _prefix_ok(label, info, key)):
-            if best is None or len(label) > len(best[0]):
-                best = (label, info, key[len(label) :])
+        whole = key == label or (key.startswith(label) and _prefix_ok(label, info, key))
+        if whole and (best is None or len(label) > len(best[0])):
+            best = (label, info, key[len(label) :])
     return best
 
 

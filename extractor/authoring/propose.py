@@ -319,9 +319,7 @@ def _find_values(
     return found[:count]
 
 
-def propose_fields(
-    image: np.ndarray, lines: list[TextLine], px_per_mm: float
-) -> list[Proposal]:
+def propose_fields(image: np.ndarray, lines: list[TextLine], px_per_mm: float) -> list[Proposal]:
     """Fields from the printed labels of ``image`` (the reference page) and its OCR lines."""
     page = _Page(image, lines, px_per_mm)
     labelled = []
@@ -392,21 +390,19 @@ def _separate(proposals: list[Proposal]) -> None:
                 if ox <= 0 or oy <= 0:
                     continue
                 changed = True
-                ax, ay, aw, ah = a.box
-                bx, by, bw, bh = b.box
                 gap = 0.1
-                if oy <= ox:  # one above the other
-                    top, bottom = (a, b) if ay < by else (b, a)
-                    tx, ty, tw, th = top.box
-                    bx_, by_, bw_, bh_ = bottom.box
-                    cut = by_ + oy / 2
+                if oy <= ox:  # one above the other: cut at the middle of the shared rows
+                    top, bottom = (a, b) if a.box[1] < b.box[1] else (b, a)
+                    cut = bottom.box[1] + oy / 2
+                    tx, ty, tw, _ = top.box
+                    bx, by, bw, bh = bottom.box
                     top.box = (tx, ty, tw, max(0.5, cut - gap - ty))
-                    bottom.box = (bx_, cut + gap, bw_, max(0.5, by_ + bh_ - cut - gap))
-                else:
-                    left, right = (a, b) if ax < bx else (b, a)
-                    lx, ly, lw, lh = left.box
+                    bottom.box = (bx, cut + gap, bw, max(0.5, by + bh - cut - gap))
+                else:  # side by side: cut at the middle of the shared columns
+                    left, right = (a, b) if a.box[0] < b.box[0] else (b, a)
+                    cut = right.box[0] + ox / 2
+                    lx, ly, _, lh = left.box
                     rx, ry, rw, rh = right.box
-                    cut = rx + ox / 2
                     left.box = (lx, ly, max(0.5, cut - gap - lx), lh)
                     right.box = (cut + gap, ry, max(0.5, rx + rw - cut - gap), rh)
         if not changed:
