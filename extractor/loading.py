@@ -6,6 +6,8 @@ The type is told by the file's magic bytes, never by its name. Anything unreadab
 
 from __future__ import annotations
 
+import io
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,9 +136,13 @@ def _image_header_size(data: bytes, kind: str) -> tuple[int, int] | None:
     if kind == "jpeg":
         i = 2
         while i + 9 < len(data):
-            if data[i] != 0xFF:
-                return None
+            if data[i] != 0xFF or data[i + 1] in (0x00, 0xFF):
+                i += 1  # junk or fill bytes between segments: libjpeg skips them, so do we
+                continue
             marker = data[i + 1]
+            if 0xD0 <= marker <= 0xD9 or marker == 0x01:
+                i += 2  # markers without a length
+                continue
             length = int.from_bytes(data[i + 2 : i + 4], "big")
             if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
                 h = int.from_bytes(data[i + 5 : i + 7], "big")
@@ -146,32 +152,136 @@ def _image_header_size(data: bytes, kind: str) -> tuple[int, int] | None:
     return None
 
 
+def _png_has_alpha(data: bytes) -> bool:
+    """An alpha channel (colour type 4 or 6) or a transparency chunk (tRNS) before the pixels."""
+    if len(data) > 25 and data[25] in (4, 6):
+        return True
+    idat = data.find(b"IDAT")
+    trns = data.find(b"tRNS", 0, idat if idat > 0 else len(data))
+    return trns > 0
+
+
+def to_bgr8(image: np.ndarray) -> np.ndarray:
+    """Any decoded image as 8-bit BGR: 16-bit and float scaled, grey expanded, and alpha composited
+    on white paper (a transparent background is paper, not black ink)."""
+    if image.dtype == np.uint16:
+        image = (image.astype(np.float32) / 257.0).round().astype(np.uint8)
+    elif image.dtype in (np.float32, np.float64):
+        image = (np.clip(image, 0.0, 1.0) * 255.0).round().astype(np.uint8)
+    elif image.dtype != np.uint8:
+        image = cv2.normalize(image, None, 0, 255, cv2.NORM_MINMAX).astype(np.uint8)
+    if image.ndim == 2:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    channels = image.shape[2]
+    if channels == 1:
+        return cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    if channels in (2, 4):
+        color = image[:, :, :-1]
+        if channels == 2:
+            color = cv2.cvtColor(color, cv2.COLOR_GRAY2BGR)
+        alpha = image[:, :, -1:].astype(np.float32) / 255.0
+        out = color.astype(np.float32) * alpha + 255.0 * (1.0 - alpha)
+        return out.round().astype(np.uint8)
+    return image[:, :, :3] if channels > 3 else image
+
+
 def _decode_image(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
     size = _image_header_size(data, kind)
+    if size is None:
+        size = _pil_size(data)
     if size is not None:
         _check_pixels(*size, max_pixels, "the image")
-    image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    # IMREAD_COLOR applies EXIF orientation and converts CMYK, grey and 16-bit; it drops alpha,
+    # which would turn a transparent background black, so PNGs with alpha are read unchanged.
+    alpha = kind == "png" and _png_has_alpha(data)
+    flags = cv2.IMREAD_UNCHANGED if alpha else cv2.IMREAD_COLOR
+    try:
+        image = cv2.imdecode(np.frombuffer(data, np.uint8), flags)
+    except cv2.error as exc:
+        raise CorruptInputError(f"the {kind.upper()} image cannot be decoded: {exc.err}") from exc
     if image is None or image.size == 0:
         raise CorruptInputError(
             f"the {kind.upper()} image is corrupt or truncated and cannot be decoded"
         )
-    return image
+    return to_bgr8(image) if alpha else image
+
+
+def _pil_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) as Pillow reads it from the header (no pixels decoded), or None."""
+    from PIL import Image
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow warns about odd headers; we judge
+            with Image.open(io.BytesIO(data)) as im:
+                return im.size
+    except Image.DecompressionBombError as exc:
+        raise TooLargeInputError(f"the image is over the pixel limit: {exc}") from exc
+    except Exception:
+        return None
+
+
+def _tiff_frames(data: bytes, max_pages: int, max_pixels: int) -> list[tuple[int, int, bool]]:
+    """(width, height, has alpha) of each TIFF page, from the IFDs alone (no pixels decoded).
+
+    Stops after ``max_pages + 1`` pages, so a file with thousands of pages is refused without
+    walking them all; Pillow stops at an IFD chain that loops.
+    """
+    from PIL import Image
+
+    frames: list[tuple[int, int, bool]] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # Pillow warns about odd headers; we judge
+            with Image.open(io.BytesIO(data)) as im:
+                while True:
+                    width, height = im.size
+                    frames.append((width, height, "A" in im.mode))
+                    if len(frames) > max_pages:
+                        raise TooLargeInputError(
+                            f"the TIFF has more than {max_pages} pages, over the limit of "
+                            f"{max_pages}"
+                        )
+                    _check_pixels(width, height, max_pixels, f"TIFF page {len(frames)}")
+                    try:
+                        im.seek(len(frames))
+                    except EOFError:
+                        break
+    except InputError:
+        raise
+    except Image.DecompressionBombError as exc:  # Pillow's own limit is above ours
+        raise TooLargeInputError(f"the TIFF is over the pixel limit: {exc}") from exc
+    except Exception as exc:
+        if not frames:
+            raise CorruptInputError(
+                f"the TIFF image is corrupt or truncated and cannot be decoded: {exc}"
+            ) from exc
+        # A broken IFD after good pages: keep the pages read so far (as OpenCV would).
+    return frames
 
 
 def _tiff_pages(
     data: bytes, *, pages: set[int] | None, max_pages: int, max_pixels: int
 ) -> Iterator[Page]:
+    # Page count and sizes come from the headers first; then pages are decoded one at a time, so
+    # a small file of thousands of well-compressed pages never sits decoded in memory at once.
+    frames = _tiff_frames(data, max_pages, max_pixels)
     buf = np.frombuffer(data, np.uint8)
-    ok, frames = cv2.imdecodemulti(buf, cv2.IMREAD_COLOR)
-    if not ok or not frames:
-        raise CorruptInputError("the TIFF image is corrupt or truncated and cannot be decoded")
-    if len(frames) > max_pages:
-        raise TooLargeInputError(f"the TIFF has {len(frames)} pages, over the limit of {max_pages}")
-    for index, frame in enumerate(frames):
+    for index, (width, height, alpha) in enumerate(frames):
         if pages is not None and index not in pages:
             continue
-        _check_pixels(frame.shape[1], frame.shape[0], max_pixels, f"TIFF page {index + 1}")
-        yield Page(index, frame, None)
+        _check_pixels(width, height, max_pixels, f"TIFF page {index + 1}")
+        flags = cv2.IMREAD_UNCHANGED if alpha else cv2.IMREAD_COLOR
+        try:
+            ok, decoded = cv2.imdecodemulti(buf, flags, None, (index, index + 1))
+        except cv2.error as exc:
+            raise CorruptInputError(f"TIFF page {index + 1} cannot be decoded: {exc.err}") from exc
+        if not ok or not decoded or decoded[0] is None or decoded[0].size == 0:
+            raise CorruptInputError(
+                f"TIFF page {index + 1} is corrupt or truncated and cannot be decoded"
+            )
+        frame = decoded[0]
+        yield Page(index, to_bgr8(frame) if alpha else frame, None)
 
 
 def _text_layer(page: object) -> list[Word] | None:
@@ -198,9 +308,13 @@ def _pdf_pages(
     except Exception as exc:  # pymupdf raises its own FileDataError and RuntimeErrors
         raise CorruptInputError(f"the PDF is corrupt or truncated: {exc}") from exc
     with doc:
-        if doc.needs_pass:
+        try:
+            encrypted = doc.needs_pass
+            count = doc.page_count
+        except Exception as exc:  # e.g. a page tree whose /Count is absurd
+            raise CorruptInputError(f"the PDF's page tree is broken: {exc}") from exc
+        if encrypted:
             raise InputError("the PDF is encrypted with a password; remove it and try again")
-        count = doc.page_count
         if count == 0:
             raise CorruptInputError("the PDF has no pages (corrupt or truncated)")
         if count > max_pages:
@@ -216,11 +330,11 @@ def _pdf_pages(
                     rect.width * zoom, rect.height * zoom, max_pixels, f"PDF page {index + 1}"
                 )
                 pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+                image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
+                image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
             except TooLargeInputError:
                 raise
             except Exception as exc:
                 raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
-            image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
-            image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
             size_mm = (rect.width * MM_PER_PT, rect.height * MM_PER_PT)
             yield Page(index, image, float(dpi), size_mm, _text_layer(page))
