@@ -29,6 +29,7 @@ from extractor.templates import TemplateStore
 from service.metrics import Metrics
 from service.pool import PoolError, WorkerPool
 from service.settings import Settings
+from service.ui import UI_ROUTES
 from service.worker import JobSpec, error_payload
 
 log = logging.getLogger("roi.service")
@@ -360,7 +361,15 @@ def create_app(
             await pool.close()
 
     return Litestar(
-        route_handlers=[extract, list_templates, show_template, health, ready, metrics],
+        route_handlers=[
+            extract,
+            list_templates,
+            show_template,
+            health,
+            ready,
+            metrics,
+            *UI_ROUTES,  # the template editor at /ui (service/ui.py)
+        ],
         lifespan=[lifespan],
         state=State({"settings": settings, "templates": store, "metrics": metrics_}),
         request_max_body_size=settings.max_body_bytes + MULTIPART_OVERHEAD,
