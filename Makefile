@@ -62,7 +62,19 @@ setup-paddle: $(PADDLE_VENV)/.setup
 	$(PADDLE_BIN)/roi models convert
 
 setup: $(VENV)/.setup
-setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr $(VENV)/.setup-distributed fonts
+setup-dev: $(VENV)/.setup $(VENV)/.setup-dev $(VENV)/.setup-easyocr $(VENV)/.setup-distributed fonts browser
+
+# Headless Chromium for the template editor's browser test (tests/test_ui.py): Debian's chromium
+# and chromium-driver, driven by Playwright's Python package with executable_path=/usr/bin/chromium
+# (Playwright's own browser downloads are not used).
+.PHONY: browser
+browser: $(VENV)/.setup-browser
+$(VENV)/.setup-browser: | $(VENV)/.setup-dev
+	@command -v chromium >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "install Debian's chromium and chromium-driver" >&2; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	$(PIP) install -q playwright
+	touch $@
 
 # Fonts for `roi synth` (fixture generation): installed from Debian's packages when missing.
 fonts:

@@ -271,8 +271,8 @@ def test_keys_file_must_fit_the_model(tiny_model: Path, tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="outputs 4 classes"):
         PaddleRecognizer(model_dir=tiny_model, keys_path=keys)
     keys.write_text("A\nB\nC\n", encoding="utf-8")  # no space class: also a PaddleOCR layout
-    engine = PaddleRecognizer(model_dir=tiny_model, keys_path=keys)
-    assert engine.characters == ["", "A", "B", "C"]
+    engine = PaddleRecognizer(model_dir=tiny_model, keys_path=keys, height=48)
+    assert engine.characters == ["", "A", "B", "C"] and engine.height == 48
 
 
 # -- errors -----------------------------------------------------------------------------------

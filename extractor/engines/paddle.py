@@ -11,9 +11,10 @@ The model is a Paddle inference folder of a PP-OCR CTC recogniser, found in this
 The folder holds the program (``inference.json`` from Paddle 3, or ``inference.pdmodel``; also
 ``model.*``) and its ``.pdiparams``. Its character list comes from ``keys_path``, else
 ``characters.txt`` in the folder, else ``PostProcess.character_dict`` of ``inference.yml`` (what
-PaddleOCR 3 / PaddleX export); the input height from ``inference.yml`` (``RecResizeImg``), else 48.
-So a PaddleOCR model folder, e.g. a server rec model, works as it is; a PaddleOCR 2 folder
-(``inference.pdmodel`` without a yml) needs ``keys_path`` (its ``ppocr_keys_v1.txt``).
+PaddleOCR 3 / PaddleX export); the input height from ``height``, else ``inference.yml``
+(``RecResizeImg``), else 48. So a PaddleOCR model folder, e.g. a server rec model, works as it
+is; a PaddleOCR 2 folder (``inference.pdmodel`` without a yml) needs ``keys_path`` (its
+``ppocr_keys_v1.txt``) and, for 32-pixel models such as PP-OCRv2, ``height=32``.
 
 Crops go through in width-bucketed batches, as in the ``ppocr`` engine, and are decoded the same
 way: CTC greedy with the field's allowlist as a mask on the class scores before the argmax;
@@ -355,6 +356,7 @@ class PaddleRecognizer:
         self,
         model_dir: str | Path | None = None,
         keys_path: str | Path | None = None,
+        height: int | None = None,
         threads: int = 1,
         mkldnn: bool = True,
         use_gpu: bool = False,
@@ -371,7 +373,8 @@ class PaddleRecognizer:
         _import_paddle_inference()
         self.model_dir = resolve_model_dir(model_dir)
         program, params = find_model_files(self.model_dir)
-        chars, self.height = read_model_info(self.model_dir, keys_path)
+        chars, model_height = read_model_info(self.model_dir, keys_path)
+        self.height = int(height or model_height)  # e.g. 32 for a PaddleOCR 2 PP-OCRv2 folder
         self.program = program
         self.use_gpu = use_gpu
         self.tensorrt = tensorrt
