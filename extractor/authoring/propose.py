@@ -421,6 +421,29 @@ def _rules_for(names: set[str]) -> list[dict[str, object]]:
     return rules
 
 
+def reference_from_sample(
+    sample: str | Path | bytes, dpi: int = DEFAULT_DPI, *, ocr: Ocr | None = None
+) -> tuple[np.ndarray, tuple[float, float], list[Proposal], float]:
+    """The reference image of a sample (first page, deskewed, at exactly the template's pixel
+    size for its page size at ``dpi``), that page size in mm, the proposed fields and the skew
+    corrected (degrees)."""
+    from extractor.fullpage import get_fullpage_ocr
+
+    image, (width_mm, height_mm) = load_sample(sample, dpi)
+    ocr = ocr or get_fullpage_ocr()
+    lines = ocr(image)
+    image, lines, skew = deskew(image, lines)
+    ref_w = round(width_mm * dpi / MM_PER_INCH)
+    ref_h = round(height_mm * dpi / MM_PER_INCH)
+    h, w = image.shape[:2]
+    if (w, h) != (ref_w, ref_h):
+        sx, sy = ref_w / w, ref_h / h
+        image = cv2.resize(image, (ref_w, ref_h), interpolation=cv2.INTER_AREA)
+        lines = [TextLine(ln.quad * np.float32([sx, sy]), ln.text, ln.score) for ln in lines]
+    proposals = propose_fields(image, lines, dpi / MM_PER_INCH)
+    return image, (width_mm, height_mm), proposals, skew
+
+
 def init_template(
     sample: str | Path,
     name: str,
@@ -432,7 +455,6 @@ def init_template(
     ocr: Ocr | None = None,
 ) -> InitResult:
     """Write ``out_dir/NAME.yaml`` and ``out_dir/NAME.png`` from a sample document."""
-    from extractor.fullpage import get_fullpage_ocr
     from extractor.registration import Reference
 
     start = time.perf_counter()
@@ -443,25 +465,12 @@ def init_template(
     yaml_path, image_path = out / f"{name}.yaml", out / f"{name}.png"
     if not overwrite and (yaml_path.exists() or image_path.exists()):
         raise TemplateError(f"{yaml_path} or {image_path} exists (--force to replace them)")
-    image, (width_mm, height_mm) = load_sample(sample, dpi)
-    ocr = ocr or get_fullpage_ocr()
-    lines = ocr(image)
-    image, lines, skew = deskew(image, lines)
-    # the reference at exactly the template's pixel size
-    ref_w = round(width_mm * dpi / MM_PER_INCH)
-    ref_h = round(height_mm * dpi / MM_PER_INCH)
-    h, w = image.shape[:2]
-    if (w, h) != (ref_w, ref_h):
-        sx, sy = ref_w / w, ref_h / h
-        image = cv2.resize(image, (ref_w, ref_h), interpolation=cv2.INTER_AREA)
-        lines = [TextLine(ln.quad * np.float32([sx, sy]), ln.text, ln.score) for ln in lines]
-    px_per_mm = dpi / MM_PER_INCH
-    proposals = propose_fields(image, lines, px_per_mm)
+    image, (width_mm, height_mm), proposals, skew = reference_from_sample(sample, dpi, ocr=ocr)
     notes: list[str] = []
     if not proposals:
         raise TemplateError(
-            f"{sample}: no known printed label found beside a value ({len(lines)} text lines "
-            "read); draw the fields in the web editor (roi serve, /ui) instead"
+            f"{sample}: no known printed label found beside a value; draw the fields in the "
+            "web editor (roi serve, /ui) instead"
         )
     if not cv2.imwrite(str(image_path), image):
         raise TemplateError(f"cannot write {image_path}")
