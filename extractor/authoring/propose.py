@@ -35,7 +35,9 @@ from extractor.templates import _NAME_RE, MM_PER_INCH, FieldKind, Template
 
 DEFAULT_DPI = 200
 SLACK_Y_MM = 0.8
-SLACK_X_MM = 2.0
+SLACK_X_MM = 3.0
+NEIGHBOUR_MM = 3.5
+"""Boxes keep this far from other text on their row (the crop margin, 2.5 mm, and some)."""
 GROW_MM = {FieldKind.text: 60.0, FieldKind.tax_id: 12.0, FieldKind.amount_words: 50.0}
 """How far a value's box may grow to the right (longer values on other documents)."""
 GROW_BOTH_SHARE = 0.3  # codes, dates, amounts grow this share of their width on both sides
@@ -275,9 +277,9 @@ class _Page:
             if other is value or abs(other.cy - value.cy) > 0.6 * max(other.h, value.h):
                 continue
             if other.x0 >= value.x1:
-                right_limit = min(right_limit, max(0.0, other.x0 - value.x1 - ppm))
+                right_limit = min(right_limit, max(0.0, other.x0 - value.x1 - NEIGHBOUR_MM * ppm))
             elif other.x1 <= value.x0:
-                left_limit = min(left_limit, max(0.0, value.x0 - other.x1 - ppm))
+                left_limit = min(left_limit, max(0.0, value.x0 - other.x1 - NEIGHBOUR_MM * ppm))
         x0 = self._stop(*band, value.x0, -1, left_limit)
         x1 = self._stop(*band, value.x1, +1, right_limit)
         x0, x1 = min(x0, value.x0), max(x1, value.x1)
