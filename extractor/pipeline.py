@@ -28,7 +28,7 @@ from extractor.fallback import (
     norm,
 )
 from extractor.fields import check_rules, check_value, resolve_allowlist
-from extractor.fullpage import get_fullpage_ocr
+from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
@@ -69,6 +69,8 @@ class PreparedPage:
     fallback: FallbackMode = "never"
     template_scores: dict[str, float] | None = None
     """Every template's match score, when the template was picked per page (auto)."""
+    lines: list[TextLine] | None = None
+    """Full-page OCR of the page, when auto-pick already ran it."""
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -160,8 +162,10 @@ class Extractor:
         match the template when the fallback is off. An unmatched page with the fallback on is
         prepared with no crops; :meth:`finish` then takes the fallback path.
 
-        ``template=None`` picks, per page, the template that matches best (``auto``): a page that
-        matches none is ``unmatched`` with every template's score and no fallback.
+        ``template=None`` picks, per page, the template that matches best (``auto``): by its frame,
+        and, when no frame matches and the fallback is on, by the printed labels of each
+        template's form found by full-page OCR. A page that matches none is ``unmatched``, with
+        every template's score and no fields.
         """
         mode = fallback or self.fallback
         candidates = [template] if template is not None else self.templates.all()
@@ -176,13 +180,26 @@ class Extractor:
             alignments = {c.name: (c, register(page.image, c)) for c in candidates}
         scores = None if template is not None else {n: a.score for n, (_, a) in alignments.items()}
         chosen, alignment = max(alignments.values(), key=lambda pair: pair[1].score)
+        lines = None
         if template is None and not alignment.matched:
-            return _unmatched(page, None, alignment, timings, scores)
+            if mode == "never":
+                return _unmatched(page, None, alignment, timings, scores)
+            with _timed(timings, "fallback"):
+                lines = get_fullpage_ocr()(page.image)
+                by_labels = {
+                    c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
+                }
+            best = max(by_labels, key=lambda name: by_labels[name].score)
+            if by_labels[best].homography is None:
+                return _unmatched(page, None, alignment, timings, scores)
+            chosen, alignment = alignments[best]
         keep = page.image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
             if mode == "never":
                 return _unmatched(page, chosen, alignment, timings)
-            return PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
+            prepared = PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
+            prepared.template_scores, prepared.lines = scores, lines
+            return prepared
         with _timed(timings, "crop"):
             crops = crop_fields(page.image, alignment.homography, chosen)
             qr = read_qr(page.image, alignment.homography, chosen)
@@ -247,7 +264,7 @@ class Extractor:
         template = prepared.template
         image = prepared.image
         assert image is not None
-        lines = get_fullpage_ocr()(image)
+        lines = prepared.lines if prepared.lines is not None else get_fullpage_ocr()(image)
         reference = self.reference_labels(template)
         labels = align_by_labels(lines, reference)
         homography = (
