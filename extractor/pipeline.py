@@ -1,7 +1,12 @@
 """The extraction pipeline, in the order the data flows:
 
-decode page -> register to the template -> crop and tighten each field -> recognise all crops in
-one batched call -> normalise, validate and cross-check -> :class:`DocumentResult`.
+decode page -> (born-digital PDF at the template's size: its text layer, done) -> register to
+the template (or pick one: ``auto``) -> crop and tighten each field -> recognise all crops in one
+batched call -> normalise and validate -> fallback (full-page OCR) where a page did not register
+or a required field failed -> cross-check (rules, QR code) -> :class:`DocumentResult`.
+
+:meth:`Extractor.prepare` and :meth:`Extractor.finish` split a page around recognition so that a
+caller (the service's workers) can batch crops from many pages into one recogniser call.
 """
 
 from __future__ import annotations
