@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import sqlite3
 import sys
 import time
 from collections.abc import Iterator, Sequence
@@ -121,13 +123,31 @@ def run_batch(opts: BatchOptions) -> BatchSummary:
     paths = find_paths(opts.inputs)
 
     out_dir = opts.out_dir
-    out_dir.mkdir(parents=True, exist_ok=True)
-    lock = _Lock(out_dir)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        lock = _Lock(out_dir)
+    except OSError as exc:
+        raise RoiError(f"cannot write to the output folder {out_dir}: {_why(exc)}") from exc
     try:
         with Manifest(out_dir) as manifest:
             return _run(opts, manifest, BatchWriter(out_dir, field_names), paths)
+    except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, OSError) and exc.errno not in _WRITE_ERRNOS:
+            raise
+        raise RoiError(
+            f"cannot write the outputs in {out_dir}: {_why(exc)}. Every document whose result "
+            "was not written is still pending: run the same command again once the folder is "
+            "writable and has room"
+        ) from exc
     finally:
         lock.release()
+
+
+_WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
+
+
+def _why(exc: BaseException) -> str:
+    return (exc.strerror if isinstance(exc, OSError) else None) or str(exc) or type(exc).__name__
 
 
 def _run(
