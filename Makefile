@@ -97,6 +97,12 @@ test-paddle: setup-paddle
 eval: setup
 	$(BIN)/roi eval fixtures
 
+# Soak: 10 minutes of load on a real server on 127.0.0.1 (bench/soak.py), figures written to
+# docs/reliability.md. SOAK_ARGS='--duration 120' for a shorter run.
+.PHONY: soak
+soak: $(VENV)/.setup $(VENV)/.setup-dev
+	$(BIN)/python bench/soak.py --duration 600 --write-docs $(SOAK_ARGS)
+
 lint: setup-dev
 	$(BIN)/ruff check extractor service tests bench
 	$(BIN)/ruff format --check extractor service tests bench

@@ -22,7 +22,7 @@ from litestar.params import Parameter
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from extractor.engines import ENGINES
-from extractor.errors import InputError, RoiError, TemplateNotFoundError
+from extractor.errors import InputError, RoiError, TemplateError, TemplateNotFoundError
 from extractor.loading import sniff
 from extractor.result import DocumentResult
 from extractor.templates import TemplateStore
@@ -250,11 +250,22 @@ async def extract(
 
 @get("/templates", summary="Names and versions of the templates", tags=["templates"])
 async def list_templates(state: State) -> list[dict[str, Any]]:
-    templates = await asyncio.to_thread(state.templates.all)
+    templates = await asyncio.to_thread(_loadable_templates, state.templates)
     return [
         {"name": t.name, "version": t.version, "title": t.title, "fields": len(t.fields)}
         for t in templates
     ]
+
+
+def _loadable_templates(store: TemplateStore) -> list[Any]:
+    """Every template that loads; a broken file is logged and left out, not a 500 for all."""
+    out = []
+    for name in store.names():
+        try:
+            out.append(store.get(name))
+        except TemplateError as exc:
+            log.warning("template %r left out of GET /templates: %s", name, exc)
+    return out
 
 
 @get("/templates/{template_name:str}", summary="One template, as JSON", tags=["templates"])

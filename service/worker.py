@@ -65,6 +65,7 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
         CorruptInputError,
         EngineError,
         InputError,
+        TemplateError,
         TemplateNotFoundError,
         TooLargeInputError,
         UnsupportedInputError,
@@ -72,6 +73,8 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
 
     if isinstance(exc, TemplateNotFoundError):
         return 404, {"error": "unknown_template", "detail": str(exc)}
+    if isinstance(exc, TemplateError):  # a template file on the server is broken
+        return 500, {"error": "template_error", "detail": f"the template cannot be loaded: {exc}"}
     if isinstance(exc, UnsupportedInputError):
         return 415, {"error": "unsupported_media_type", "detail": str(exc)}
     if isinstance(exc, TooLargeInputError):
