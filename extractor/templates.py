@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from enum import StrEnum
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -224,10 +224,18 @@ def _describe(exc: ValidationError, data: object) -> str:
 def load_template_file(path: str | Path) -> Template:
     """Read and validate one template file."""
     path = Path(path)
+    return parse_template(_read(path), path)
+
+
+def _read(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise TemplateError(f"{path}: cannot read template: {exc.strerror or exc}") from exc
+
+
+def parse_template(text: str, path: Path) -> Template:
+    """Validate a template's YAML text; ``path`` names it in errors and anchors its reference."""
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -257,15 +265,17 @@ class TemplateStore:
             known = ", ".join(self.names()) or "none"
             raise TemplateNotFoundError(f"unknown template {name!r} (known: {known})")
         path = self.directory / f"{name}.yaml"
-        return _load_cached(path, path.stat().st_mtime_ns)
+        return _parse_cached(path, _read(path))
 
     def all(self) -> list[Template]:
         return [self.get(n) for n in self.names()]
 
 
-@cache
-def _load_cached(path: Path, mtime_ns: int) -> Template:
-    template = load_template_file(path)
+@lru_cache(maxsize=256)
+def _parse_cached(path: Path, text: str) -> Template:
+    """Keyed on the file's content, so an edit is picked up however coarse the file system's
+    timestamps, and a file caught half-written is parsed (and refused) on its own."""
+    template = parse_template(text, path)
     if template.name != path.stem:
         raise TemplateError(f"{path}: template name {template.name!r} differs from the file name")
     return template
