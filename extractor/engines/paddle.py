@@ -32,19 +32,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import hashlib
-import math
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
-from extractor.engines.base import Recognition
-from extractor.engines.ppocr import MAX_WIDTH, WIDTH_STEP
+from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.errors import EngineError, ModelNotFoundError
 
 MODEL_DIR_ENV = "ROI_PADDLE_MODEL_DIR"
@@ -302,52 +299,7 @@ def _input_name(pi: Any, program: Path, params: Path) -> str:
     return str(pi.create_predictor(probe).get_input_names()[0])
 
 
-def ctc_greedy(
-    probs: np.ndarray, mask: np.ndarray | None, characters: Sequence[str]
-) -> Recognition:
-    """CTC greedy decoding of one (T, C) probability matrix under an optional class mask."""
-    scores = probs if mask is None else np.where(mask, probs, -1.0)
-    best = scores.argmax(axis=1)
-    best_p = probs[np.arange(len(best)), best]
-    text: list[str] = []
-    confs: list[float] = []
-    previous = 0
-    for cls, p in zip(best.tolist(), best_p.tolist(), strict=True):
-        if cls != 0:
-            if cls != previous:
-                text.append(characters[cls])
-                confs.append(p)
-            else:
-                confs[-1] = max(confs[-1], p)
-        previous = cls
-    confidence = float(np.mean(confs)) if confs else 0.0
-    return Recognition("".join(text), confidence, tuple(round(c, 4) for c in confs))
-
-
-def prepare(crop: np.ndarray, height: int = DEFAULT_HEIGHT) -> np.ndarray:
-    """Resize to ``height`` keeping the aspect ratio, normalise to [-1, 1], CHW, width rounded up
-    to the bucket step (the padding is filled by the caller). Same as the ``ppocr`` engine."""
-    if crop.ndim == 2:
-        crop = cv2.cvtColor(crop, cv2.COLOR_GRAY2BGR)
-    elif crop.ndim == 3 and crop.shape[2] == 4:
-        crop = cv2.cvtColor(crop, cv2.COLOR_BGRA2BGR)
-    h, w = crop.shape[:2]
-    if h == 0 or w == 0:
-        crop = np.full((height, WIDTH_STEP, 3), 255, np.uint8)
-        h, w = crop.shape[:2]
-    new_w = max(8, min(MAX_WIDTH, math.ceil(height * w / h)))
-    resized = cv2.resize(
-        crop,
-        (new_w, height),
-        interpolation=cv2.INTER_AREA if h > height else cv2.INTER_LINEAR,
-    )
-    bucket = min(MAX_WIDTH, math.ceil(new_w / WIDTH_STEP) * WIDTH_STEP)
-    out = np.zeros((3, height, bucket), dtype=np.float32)
-    out[:, :, :new_w] = resized.transpose(2, 0, 1).astype(np.float32) / 127.5 - 1.0
-    return out
-
-
-class PaddleRecognizer:
+class PaddleRecognizer(CTCLineReader):
     """A PP-OCR rec model in Paddle Inference, crops in width-bucketed batches."""
 
     name = "paddle"
@@ -408,24 +360,7 @@ class PaddleRecognizer:
                 f"paddle: the character list has {len(chars)} characters but the model outputs "
                 f"{n_out} classes (expected {len(chars) + 2}: blank, characters, space)"
             )
-        self._index = {ch: i for i, ch in enumerate(self.characters) if ch}
-        self._masks: dict[str, np.ndarray] = {}
         self._softmax: bool | None = None
-
-    def mask(self, allowlist: str | None) -> np.ndarray | None:
-        """Boolean mask over classes allowed for ``allowlist`` (blank always allowed)."""
-        if allowlist is None:
-            return None
-        cached = self._masks.get(allowlist)
-        if cached is None:
-            cached = np.zeros(len(self.characters), dtype=bool)
-            cached[0] = True
-            for ch in set(allowlist):
-                idx = self._index.get(ch)
-                if idx is not None:
-                    cached[idx] = True
-            self._masks[allowlist] = cached
-        return cached
 
     def _run(self, batch: np.ndarray) -> np.ndarray:
         with self._lock:
@@ -441,38 +376,18 @@ class PaddleRecognizer:
         shifted = np.exp(out - out.max(axis=-1, keepdims=True))
         return shifted / shifted.sum(axis=-1, keepdims=True)
 
-    def recognize(
-        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
-    ) -> list[Recognition]:
-        if len(crops) != len(allowlists):
-            raise EngineError(f"paddle: {len(crops)} crops but {len(allowlists)} allowlists")
-        results: list[Recognition | None] = [None] * len(crops)
-        prepared = [prepare(c, self.height) for c in crops]
-        buckets: dict[int, list[int]] = {}
-        for i, image in enumerate(prepared):
-            buckets.setdefault(image.shape[2], []).append(i)
-        for width, indexes in sorted(buckets.items()):
-            for start in range(0, len(indexes), self.max_batch):
-                chunk = indexes[start : start + self.max_batch]
-                batch = np.zeros((len(chunk), 3, self.height, width), dtype=np.float32)
-                for row, i in enumerate(chunk):
-                    batch[row, :, :, : prepared[i].shape[2]] = prepared[i]
-                try:
-                    probs = self._probabilities(self._run(batch))
-                except Exception as exc:
-                    raise EngineError(f"paddle: recognition failed: {exc}") from exc
-                for row, i in enumerate(chunk):
-                    results[i] = ctc_greedy(probs[row], self.mask(allowlists[i]), self.characters)
-        return [r if r is not None else Recognition("", 0.0) for r in results]
+    def forward(self, batch: np.ndarray) -> np.ndarray:
+        try:
+            return self._probabilities(self._run(batch))
+        except Exception as exc:
+            raise EngineError(f"paddle: recognition failed: {exc}") from exc
 
 
 __all__ = [
     "MODEL_DIR_ENV",
     "PaddleRecognizer",
     "create_predictor",
-    "ctc_greedy",
     "find_model_files",
-    "prepare",
     "read_model_info",
     "resolve_model_dir",
     "run_predictor",

@@ -5,29 +5,23 @@ default); ``rapidocr-onnxruntime`` ships PP-OCRv4 (``model="PP-OCRv4"``, extra `
 other PP-OCR rec ONNX file can be given as ``model_path`` (with ``keys_path`` when its character
 list is not stored in the model's metadata).
 
-Decoding is CTC greedy with the field's allowlist applied as a mask on the class scores before
-the argmax, so a digits field can only ever read digits; per-character confidences are the raw
-(unmasked) probabilities of the chosen classes, so a forced read shows up as low confidence.
+Batching, the allowlist mask and CTC decoding are :class:`~extractor.engines.ctc.CTCLineReader`'s:
+a digits field can only ever read digits.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-import cv2
 import numpy as np
 
-from extractor.engines.base import Recognition
+from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.errors import EngineError, ModelNotFoundError
 
 INPUT_HEIGHT = 48
-WIDTH_STEP = 32  # crops are padded to a multiple of this: batches of one width bucket
-MAX_WIDTH = 1920
 Provider = Literal["cpu", "cuda", "tensorrt"]
 
 _PACKAGED_MODELS = {
@@ -88,7 +82,7 @@ def _session_providers(
     return [trt, cuda, *cpu]
 
 
-class PPOCRRecognizer:
+class PPOCRRecognizer(CTCLineReader):
     """PP-OCR recognition model on ONNX Runtime, crops in width-bucketed batches."""
 
     name = "ppocr"
@@ -134,10 +128,9 @@ class PPOCRRecognizer:
         self.model_path = path
         self.provider = provider
         self.max_batch = max_batch
+        self.height = INPUT_HEIGHT
         self.input_name = self.session.get_inputs()[0].name
         self.characters = self._characters(keys_path)
-        self._index = {ch: i for i, ch in enumerate(self.characters)}
-        self._masks: dict[str, np.ndarray] = {}
 
     def _characters(self, keys_path: str | Path | None) -> list[str]:
         """Class index -> character: 0 is the CTC blank, then the model's list, then a space."""
@@ -158,80 +151,7 @@ class PPOCRRecognizer:
             )
         return classes
 
-    def mask(self, allowlist: str | None) -> np.ndarray | None:
-        """Boolean mask over classes allowed for ``allowlist`` (blank always allowed)."""
-        if allowlist is None:
-            return None
-        cached = self._masks.get(allowlist)
-        if cached is None:
-            cached = np.zeros(len(self.characters), dtype=bool)
-            cached[0] = True
-            for ch in set(allowlist):
-                idx = self._index.get(ch)
-                if idx is not None:
-                    cached[idx] = True
-            self._masks[allowlist] = cached
-        return cached
-
     # -- recognition --------------------------------------------------------------------------
 
-    def recognize(
-        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
-    ) -> list[Recognition]:
-        if len(crops) != len(allowlists):
-            raise ValueError("one allowlist per crop")
-        results: list[Recognition | None] = [None] * len(crops)
-        prepared = [_prepare(c) for c in crops]
-        buckets: dict[int, list[int]] = {}
-        for i, image in enumerate(prepared):
-            buckets.setdefault(image.shape[2], []).append(i)
-        for width, indexes in sorted(buckets.items()):
-            for start in range(0, len(indexes), self.max_batch):
-                chunk = indexes[start : start + self.max_batch]
-                batch = np.full((len(chunk), 3, INPUT_HEIGHT, width), 0.0, dtype=np.float32)
-                for row, i in enumerate(chunk):
-                    batch[row, :, :, : prepared[i].shape[2]] = prepared[i]
-                probs = self.session.run(None, {self.input_name: batch})[0]
-                for row, i in enumerate(chunk):
-                    results[i] = self.decode(probs[row], self.mask(allowlists[i]))
-        return [r if r is not None else Recognition("", 0.0) for r in results]
-
-    def decode(self, probs: np.ndarray, mask: np.ndarray | None) -> Recognition:
-        """CTC greedy decoding of one (T, C) probability matrix under an optional class mask."""
-        scores = probs if mask is None else np.where(mask, probs, -1.0)
-        best = scores.argmax(axis=1)
-        best_p = probs[np.arange(len(best)), best]
-        text: list[str] = []
-        confs: list[float] = []
-        previous = 0
-        for cls, p in zip(best.tolist(), best_p.tolist(), strict=True):
-            if cls != 0:
-                if cls != previous:
-                    text.append(self.characters[cls])
-                    confs.append(p)
-                else:
-                    confs[-1] = max(confs[-1], p)
-            previous = cls
-        confidence = float(np.mean(confs)) if confs else 0.0
-        return Recognition("".join(text), confidence, tuple(round(c, 4) for c in confs))
-
-
-def _prepare(crop: np.ndarray) -> np.ndarray:
-    """Resize to height 48 keeping the aspect ratio, normalise to [-1, 1], CHW, width rounded up
-    to the bucket step (the padding is filled by the caller)."""
-    if crop.ndim == 2:
-        crop = cv2.cvtColor(crop, cv2.COLOR_GRAY2BGR)
-    h, w = crop.shape[:2]
-    if h == 0 or w == 0:
-        crop = np.full((INPUT_HEIGHT, WIDTH_STEP, 3), 255, np.uint8)
-        h, w = crop.shape[:2]
-    new_w = max(8, min(MAX_WIDTH, math.ceil(INPUT_HEIGHT * w / h)))
-    resized = cv2.resize(
-        crop,
-        (new_w, INPUT_HEIGHT),
-        interpolation=cv2.INTER_AREA if h > INPUT_HEIGHT else cv2.INTER_LINEAR,
-    )
-    bucket = min(MAX_WIDTH, math.ceil(new_w / WIDTH_STEP) * WIDTH_STEP)
-    out = np.zeros((3, INPUT_HEIGHT, bucket), dtype=np.float32)
-    out[:, :, :new_w] = resized.transpose(2, 0, 1).astype(np.float32) / 127.5 - 1.0
-    return out
+    def forward(self, batch: np.ndarray) -> np.ndarray:
+        return self.session.run(None, {self.input_name: batch})[0]

@@ -1,0 +1,125 @@
+"""What every PP-OCR-style recognition engine shares, whatever runs the network.
+
+Crops are resized to the model's height keeping their aspect ratio, normalised to [-1, 1] and
+padded to a width bucket, so a batch holds crops of one bucket and little padding. The output is
+decoded CTC-greedy with the field's allowlist applied as a mask on the class scores before the
+argmax; per-character confidences are the raw (unmasked) probabilities of the chosen classes,
+so a forced read shows up as low confidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import cached_property
+
+import cv2
+import numpy as np
+
+from extractor.engines.base import Recognition
+from extractor.errors import EngineError
+
+WIDTH_STEP = 32  # crops are padded to a multiple of this: batches of one width bucket
+MAX_WIDTH = 1920
+
+
+def prepare_line(crop: np.ndarray, height: int) -> np.ndarray:
+    """CHW float32 of a line crop at ``height``, its width rounded up to the bucket step (the
+    padding is zeros, the model's mid-grey)."""
+    if crop.ndim == 2:
+        crop = cv2.cvtColor(crop, cv2.COLOR_GRAY2BGR)
+    elif crop.shape[2] == 4:
+        crop = cv2.cvtColor(crop, cv2.COLOR_BGRA2BGR)
+    h, w = crop.shape[:2]
+    if h == 0 or w == 0:
+        crop = np.full((height, WIDTH_STEP, 3), 255, np.uint8)
+        h, w = crop.shape[:2]
+    new_w = max(8, min(MAX_WIDTH, math.ceil(height * w / h)))
+    resized = cv2.resize(
+        crop, (new_w, height), interpolation=cv2.INTER_AREA if h > height else cv2.INTER_LINEAR
+    )
+    bucket = min(MAX_WIDTH, math.ceil(new_w / WIDTH_STEP) * WIDTH_STEP)
+    out = np.zeros((3, height, bucket), dtype=np.float32)
+    out[:, :, :new_w] = resized.transpose(2, 0, 1).astype(np.float32) / 127.5 - 1.0
+    return out
+
+
+def ctc_greedy(
+    probs: np.ndarray, mask: np.ndarray | None, characters: Sequence[str]
+) -> Recognition:
+    """CTC greedy decoding of one (T, C) probability matrix under an optional class mask."""
+    scores = probs if mask is None else np.where(mask, probs, -1.0)
+    best = scores.argmax(axis=1)
+    best_p = probs[np.arange(len(best)), best]
+    text: list[str] = []
+    confs: list[float] = []
+    previous = 0
+    for cls, p in zip(best.tolist(), best_p.tolist(), strict=True):
+        if cls != 0:
+            if cls != previous:
+                text.append(characters[cls])
+                confs.append(p)
+            else:
+                confs[-1] = max(confs[-1], p)
+        previous = cls
+    confidence = float(np.mean(confs)) if confs else 0.0
+    return Recognition("".join(text), confidence, tuple(round(c, 4) for c in confs))
+
+
+class CTCLineReader:
+    """Width-bucketed batches through a CTC recognition network, decoded under allowlists.
+
+    Subclasses set ``characters`` (class index -> character, 0 the blank), ``height`` and
+    ``max_batch`` and implement :meth:`forward`.
+    """
+
+    characters: list[str]
+    height: int
+    max_batch: int
+
+    def forward(self, batch: np.ndarray) -> np.ndarray:
+        """(N, T, C) class probabilities of an (N, 3, height, W) batch."""
+        raise NotImplementedError
+
+    @cached_property
+    def _class_index(self) -> dict[str, int]:
+        return {ch: i for i, ch in enumerate(self.characters) if ch}
+
+    @cached_property
+    def _masks(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def mask(self, allowlist: str | None) -> np.ndarray | None:
+        """Boolean mask over classes allowed for ``allowlist`` (blank always allowed)."""
+        if allowlist is None:
+            return None
+        cached = self._masks.get(allowlist)
+        if cached is None:
+            cached = np.zeros(len(self.characters), dtype=bool)
+            cached[0] = True
+            for ch in set(allowlist):
+                if ch in self._class_index:
+                    cached[self._class_index[ch]] = True
+            self._masks[allowlist] = cached
+        return cached
+
+    def recognize(
+        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
+    ) -> list[Recognition]:
+        if len(crops) != len(allowlists):
+            raise EngineError(f"{len(crops)} crops but {len(allowlists)} allowlists")
+        results: list[Recognition] = [Recognition("", 0.0)] * len(crops)
+        prepared = [prepare_line(c, self.height) for c in crops]
+        buckets: dict[int, list[int]] = {}
+        for i, image in enumerate(prepared):
+            buckets.setdefault(image.shape[2], []).append(i)
+        for width, indexes in sorted(buckets.items()):
+            for start in range(0, len(indexes), self.max_batch):
+                chunk = indexes[start : start + self.max_batch]
+                batch = np.zeros((len(chunk), 3, self.height, width), dtype=np.float32)
+                for row, i in enumerate(chunk):
+                    batch[row] = prepared[i]
+                probs = self.forward(batch)
+                for row, i in enumerate(chunk):
+                    results[i] = ctc_greedy(probs[row], self.mask(allowlists[i]), self.characters)
+        return results
