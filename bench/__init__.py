@@ -1,0 +1,1 @@
+"""Benchmarks: ``python -m bench.run`` (``make bench``) writes docs/benchmarks.md."""

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# GPU benchmark, prepared for a lent GPU machine (the device tool runs it from the repository
+# root; results land in $OUT). UNVERIFIED: no GPU was lent to the session that wrote it.
+#
+#   bash bench/gpu.sh                      # TensorRT EP (fp16, engine cache, rec profiles)
+#   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only
+#   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
+#   PATCH=ecc-half bash bench/gpu.sh       # CPU side with a bench/variants.py patch
+#
+# 1. a venv (.venv-gpu, reusing system site-packages) with roi and its gpu extra
+#    (onnxruntime-gpu, tensorrt) from wheels: $WHEELS when set, else the index pip is set up for;
+# 2. nvidia-smi, the providers ORT sees;
+# 3. python -m bench.gpu: builds the TensorRT engines through ORT's TensorRT EP with the
+#    profiles in extractor/engines/ppocr.py (cached in .cache/trt), warms every shape, reports
+#    crops/s at batch 1/8/32/128 and pages/s end to end with GPU utilisation and memory.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$PWD/.cache/gpu}
+PROVIDER=${PROVIDER:-tensorrt}
+PAGES=${PAGES:-2000}
+VENV=${VENV:-.venv-gpu}
+PY=${PY:-python3}
+mkdir -p "$OUT"
+exec > >(tee -a "$OUT/gpu.log") 2>&1
+step() { echo "== $(date +%T) $*"; }
+
+step "machine"
+nvidia-smi || { echo "no nvidia-smi: not a GPU machine"; exit 1; }
+nproc; free -g | head -2
+
+step "environment ($VENV)"
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PY" -m venv --system-site-packages "$VENV" || exit 1
+  echo '*' > "$VENV/.gitignore"
+fi
+PIP=("$VENV/bin/python" -m pip install -q)
+if [ -n "${WHEELS:-}" ]; then PIP+=(--no-index --find-links "$WHEELS"); fi
+# onnxruntime (CPU) and onnxruntime-gpu install the same module: keep only the GPU one
+"$VENV/bin/python" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
+"${PIP[@]}" -e '.[gpu]' || {
+  echo "installing roi[gpu] failed; trying what is already importable"
+}
+"$VENV/bin/python" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
+"${PIP[@]}" --force-reinstall --no-deps onnxruntime-gpu 2>/dev/null || true
+# TensorRT's libraries from the tensorrt wheels, for ORT's TensorRT EP
+TRT_LIBS=$("$VENV/bin/python" - <<'PY' 2>/dev/null
+import importlib.util, os
+for name in ("tensorrt_libs", "tensorrt"):
+    spec = importlib.util.find_spec(name)
+    if spec and spec.origin:
+        print(os.path.dirname(spec.origin)); break
+PY
+)
+if [ -n "$TRT_LIBS" ]; then export LD_LIBRARY_PATH="$TRT_LIBS:${LD_LIBRARY_PATH:-}"; fi
+"$VENV/bin/python" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
+
+step "benchmark (provider $PROVIDER)"
+"$VENV/bin/python" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" --out "$OUT" ${PATCH:+--patch "$PATCH"}
+status=$?
+if [ $status -ne 0 ] && [ "$PROVIDER" = tensorrt ]; then
+  step "TensorRT run failed ($status); CUDA EP instead"
+  "$VENV/bin/python" -m bench.gpu --provider cuda --pages "$PAGES" --out "$OUT" ${PATCH:+--patch "$PATCH"}
+  status=$?
+fi
+nvidia-smi --query-gpu=name,utilization.gpu,memory.used,memory.total --format=csv
+step "done ($status): $OUT/gpu_results.md"
+exit $status

@@ -1,0 +1,458 @@
+"""The benchmark's measurements, each run by :mod:`bench.run` in a fresh process of its own
+(multiprocessing ``spawn``), pinned to one CPU with one ONNX Runtime / OpenCV / OpenMP thread.
+
+Times are CPU time of the process (``time.process_time``): what a page costs one core, which
+other processes on the machine change far less than wall time. Wall time is recorded too.
+Each task returns plain data (dicts, lists) for the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+REGISTRATION_PATCHES = (
+    None,
+    "ecc-off",
+    "ecc-half",
+    "work-1000",
+    "work-800",
+    "ecc-half+work-1000",
+    "ecc-half+work-800",
+)
+STAGES = ("decode", "register", "crop", "recognize", "validate", "fallback")
+_STAGE_CPU: dict[str, float] = {}
+
+
+def setup_worker() -> int:
+    """Pin this process to one CPU and every library to one thread; the CPU's number."""
+    os.environ["OMP_NUM_THREADS"] = "1"
+    import cv2
+
+    cv2.setNumThreads(1)
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    os.sched_setaffinity(0, {cpu})
+    return cpu
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _patch_stage_clock() -> bool:
+    """Count the CPU time of each pipeline stage beside the wall time it already records."""
+    from extractor import pipeline
+
+    original = getattr(pipeline, "_timed", None)
+    if original is None:
+        return False
+
+    @contextmanager
+    def timed(timings: Any, stage: str) -> Iterator[None]:
+        start = time.process_time()
+        with original(timings, stage):
+            yield
+        _STAGE_CPU[stage] = _STAGE_CPU.get(stage, 0.0) + (time.process_time() - start) * 1000
+
+    pipeline._timed = timed  # type: ignore[assignment]
+    return True
+
+
+def _timed_extractor(
+    engine: object, timed_levels: set[str], records: list[dict[str, Any]], fallback: str = "never"
+) -> Any:
+    """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
+    time and the per-stage split."""
+    from extractor.pipeline import Extractor
+
+    class TimedExtractor(Extractor):
+        def extract(self, source: Any, template: Any, **kwargs: Any) -> Any:
+            _STAGE_CPU.clear()
+            cpu0, wall0 = time.process_time(), time.perf_counter()
+            result = super().extract(source, template, **kwargs)
+            cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            path = Path(str(source))
+            if path.parent.name in timed_levels:
+                pages = max(1, len(result.pages))
+                stage_wall = {
+                    s: sum(getattr(p.timings_ms, s, 0.0) for p in result.pages) / pages
+                    for s in STAGES
+                }
+                records.append(
+                    {
+                        "file": f"{path.parent.name}/{path.name}",
+                        "level": path.parent.name,
+                        "pages": pages,
+                        "cpu_ms": cpu * 1000 / pages,
+                        "wall_ms": wall * 1000 / pages,
+                        "stage_cpu": {s: _STAGE_CPU.get(s, 0.0) / pages for s in STAGES},
+                        "stage_wall": stage_wall,
+                    }
+                )
+            return result
+
+    try:
+        return TimedExtractor(engine=engine, fallback=fallback)  # type: ignore[arg-type]
+    except TypeError:  # an extractor without the full-page fallback
+        return TimedExtractor(engine=engine)  # type: ignore[arg-type]
+
+
+def _tally(report: Any) -> dict[str, Any]:
+    t = report.overall
+    return {
+        "fields": t.fields,
+        "exact": t.exact,
+        "wrong_valid": t.wrong_valid,
+        "wrong_flagged": t.wrong_flagged,
+        "unmatched_pages": report.unmatched_pages,
+        "misses": [
+            f"{m.file}:{m.field} {m.expected!r} -> {m.got!r}{' VALID' if m.valid else ''}"
+            for m in report.misses
+        ],
+    }
+
+
+def _merge(tallies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    total: dict[str, Any] = {"fields": 0, "exact": 0, "wrong_valid": 0, "wrong_flagged": 0}
+    for t in tallies.values():
+        for k in total:
+            total[k] += t[k]
+    total["by_level"] = tallies
+    return total
+
+
+# -- tasks -------------------------------------------------------------------------------------
+
+
+def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """One end-to-end variant: accuracy from ``evaluate`` on every level in
+    ``accuracy_levels``; time per page on the documents of ``timed_levels``; peak RSS."""
+    cpu = setup_worker()
+    from bench import variants
+    from extractor.evaluate import evaluate
+
+    variant = variants.Variant(**spec["variant"])
+    models = {k: Path(v) for k, v in spec["models"].items()}
+    variants.apply_patch(variant.patch)
+    clocked = _patch_stage_clock()
+    engine = variants.ENGINES[variant.engine].build(models)
+    records: list[dict[str, Any]] = []
+    extractor = _timed_extractor(engine, set(spec["timed_levels"]), records, variant.fallback)
+    fixtures = Path(spec["fixtures"])
+    warm = sorted((fixtures / spec["timed_levels"][0]).glob("*.jpg"))[0]
+    extractor.extract(warm, "vat_invoice")
+    records.clear()
+    load_start = load()
+    tallies = {}
+    for level in spec["accuracy_levels"]:
+        tallies[level] = _tally(evaluate(fixtures / level, extractor=extractor))
+    out = {
+        "variant": spec["variant"],
+        "label": variant.label,
+        "cpu": cpu,
+        "stage_cpu_clocked": clocked,
+        "records": records,
+        "accuracy": _merge(tallies),
+        "rss_mb": peak_rss_mb(),
+        "load": [load_start, load()],
+    }
+    cascade = engine.narrow if isinstance(engine, variants.Routed) else engine
+    if isinstance(cascade, variants.Cascade):
+        out["cascade"] = {"crops": cascade.crops, "retried": cascade.retried}
+    return out
+
+
+def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """The ROI path as shipped, the ROI path with ``spec["also"]`` (a variant, optional) and
+    full-page OCR on the same pages, in turn page by page in one process, so that all see the
+    same machine load."""
+    cpu = setup_worker()
+    from bench import variants
+    from bench.fullpage import fullpage_engine, read_page
+
+    clocked = _patch_stage_clock()
+    models = {k: Path(v) for k, v in spec.get("models", {}).items()}
+    docs = [Path(p) for p in spec["docs"]]
+    levels = {d.parent.name for d in docs}
+    roi_records: list[dict[str, Any]] = []
+    shipped = _timed_extractor(variants.ENGINES["small"].build(models), levels, roi_records)
+    also_records: list[dict[str, Any]] = []
+    also = None
+    if spec.get("also"):
+        also_variant = variants.Variant(**spec["also"])
+        also = _timed_extractor(
+            variants.ENGINES[also_variant.engine].build(models),
+            levels,
+            also_records,
+            also_variant.fallback,
+        )
+    full = fullpage_engine(threads=1)
+
+    def run_also(doc: Path) -> None:
+        if also is not None:
+            undo = variants.apply_patch(also_variant.patch)
+            also.extract(doc, "vat_invoice")
+            undo()
+
+    shipped.extract(docs[0], "vat_invoice")
+    run_also(docs[0])
+    read_page(full, docs[0])
+    roi_records.clear()
+    also_records.clear()
+    full_records = []
+    load_start = load()
+    for doc in docs:
+        shipped.extract(doc, "vat_invoice")
+        run_also(doc)
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        lines = read_page(full, doc)
+        full_records.append(
+            {
+                "file": f"{doc.parent.name}/{doc.name}",
+                "cpu_ms": (time.process_time() - cpu0) * 1000,
+                "wall_ms": (time.perf_counter() - wall0) * 1000,
+                "lines": lines,
+            }
+        )
+    return {
+        "cpu": cpu,
+        "stage_cpu_clocked": clocked,
+        "roi": roi_records,
+        "also": also_records,
+        "also_label": variants.Variant(**spec["also"]).label if spec.get("also") else None,
+        "full": full_records,
+        "load": [load_start, load()],
+    }
+
+
+def fullpage_rss_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """Peak RSS of a process that only runs full-page OCR, after ``docs``."""
+    setup_worker()
+    from bench.fullpage import fullpage_engine, read_page
+
+    full = fullpage_engine(threads=1)
+    for doc in spec["docs"]:
+        read_page(full, Path(doc))
+    return {"rss_mb": peak_rss_mb(), "pages": len(spec["docs"]), "load": load()}
+
+
+def calibration_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """Crops of synthetic invoices (seeds the fixtures do not use) for int8 calibration, and
+    the int8 models built from them."""
+    setup_worker()
+    from bench import variants
+
+    out: dict[str, Any] = {"models": {}, "errors": {}}
+    for key, ops in (("int8-dyn-matmul", ["MatMul"]), ("int8-dyn-all", None)):
+        try:
+            out["models"][key] = str(variants.int8_dynamic_model(ops))
+        except Exception as exc:  # onnx missing, a quantiser error: reported, not fatal
+            out["errors"][key] = f"{type(exc).__name__}: {exc}"
+    try:
+        crops = _synthetic_crops(spec["calibration_pages"])
+        out["calibration_crops"] = len(crops)
+        out["models"]["int8-static"] = str(variants.int8_static_model(crops))
+    except Exception as exc:
+        out["errors"]["int8-static"] = f"{type(exc).__name__}: {exc}"
+    return out
+
+
+def _synthetic_crops(pages: int) -> list[Any]:
+    from extractor.loading import Page
+    from extractor.pipeline import Extractor, PreparedPage
+    from extractor.result import Timings
+    from extractor.synth.generate import generate_invoice
+
+    class NoEngine:
+        name = "none"
+
+        def recognize(self, crops: Any, allowlists: Any) -> list[Any]:
+            raise AssertionError("not called")
+
+    extractor = Extractor(engine=NoEngine())  # type: ignore[arg-type]
+    template = extractor.templates.get("vat_invoice")
+    crops = []
+    for i in range(pages):
+        level = ("clean", "light", "medium")[i % 3]
+        image, _ = generate_invoice(90_000_001 + i, level)
+        prepared = extractor.prepare(Page(0, image, None), template, Timings())
+        if isinstance(prepared, PreparedPage):
+            crops.extend(prepared.images)
+    return crops
+
+
+def components_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """Component micro-benchmarks on the timed pages: recognition alone (engines, session
+    options, width buckets, batching, threads) on the crops as the pipeline cuts them;
+    registration variants against the fixtures' true page-to-image maps; decoding."""
+    cpu = setup_worker()
+    from bench import variants
+    from extractor.engines import ppocr
+    from extractor.loading import iter_pages, read_source
+    from extractor.pipeline import Extractor, PreparedPage
+    from extractor.result import Timings
+
+    docs = [Path(p) for p in spec["docs"]]
+    models = {k: Path(v) for k, v in spec["models"].items()}
+    base = variants.ENGINES["small"].build(models)
+    extractor = Extractor(engine=base)
+    template = extractor.templates.get("vat_invoice")
+    pages = []
+    for doc in docs:
+        page = next(iter_pages(read_source(doc)[0]))
+        prepared = extractor.prepare(page, template, Timings())
+        if isinstance(prepared, PreparedPage):
+            pages.append((doc, page.image, prepared.images, prepared.allowlists))
+    out: dict[str, Any] = {"cpu": cpu, "pages": len(pages), "load": [load()]}
+    out["columns_per_page"] = sum(variants.crop_columns(p[2]) for p in pages) / len(pages)
+    out["crops_per_page"] = sum(len(p[2]) for p in pages) / len(pages)
+
+    def rec_time(engine: Any, mode: str = "page") -> tuple[float, float, list[str]]:
+        engine.recognize(pages[0][2], pages[0][3])
+        texts: list[str] = []
+        cpu0, wall0 = time.process_time(), time.perf_counter()
+        for _doc, _image, crops, allow in pages:
+            if mode == "page":
+                texts += [r.text for r in engine.recognize(crops, allow)]
+            else:
+                for c, a in zip(crops, allow, strict=True):
+                    texts += [r.text for r in engine.recognize([c], [a])]
+        n = len(pages)
+        return (
+            (time.process_time() - cpu0) * 1000 / n,
+            (time.perf_counter() - wall0) * 1000 / n,
+            texts,
+        )
+
+    rec: list[dict[str, Any]] = []
+    ref_cpu, ref_wall, reference = rec_time(base)
+
+    def row(key: str, label: str, result: tuple[float, float, list[str]]) -> None:
+        cpu_ms, wall_ms, texts = result
+        rec.append(
+            {
+                "key": key,
+                "label": label,
+                "cpu_ms": cpu_ms,
+                "wall_ms": wall_ms,
+                "differ": sum(a != b for a, b in zip(reference, texts, strict=True)),
+                "crops": len(reference),
+                "load": load(),
+            }
+        )
+
+    row(
+        "small",
+        variants.ENGINES["small"].label + " (batched per width bucket)",
+        (ref_cpu, ref_wall, reference),
+    )
+    row("small-one-by-one", "one crop per session.run", rec_time(base, mode="crop"))
+    base.max_batch = 1
+    row("small-max-batch-1", "max_batch=1 (bucket order, no padding)", rec_time(base))
+    base.max_batch = 32
+    for step in (8, 16, 64, 128):
+        variants.width_bucket(step)
+        row(f"bucket-{step}", f"width bucket {step} px (shipped: 32)", rec_time(base))
+    variants.width_bucket(32)
+    for key, variant in variants.ENGINES.items():
+        if key == "small" or any(n not in models for n in variant.needs):
+            continue
+        try:
+            engine = variant.build(models)
+        except Exception as exc:
+            rec.append(
+                {"key": key, "label": variant.label, "error": f"{type(exc).__name__}: {exc}"}
+            )
+            continue
+        row(key, variant.label, rec_time(engine))
+        cascade = engine.narrow if isinstance(engine, variants.Routed) else engine
+        if isinstance(cascade, variants.Cascade):
+            rec[-1]["retried"] = cascade.retried / max(1, cascade.crops)
+        del engine
+    # ORT's own thread pool over both cores (what threads=0, the shipped default, gives here)
+    os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
+    threaded = ppocr.PPOCRRecognizer(threads=0)
+    row("small-threads-0", "threads=0 (ORT default: one per core), unpinned", rec_time(threaded))
+    os.sched_setaffinity(0, {cpu})
+    out["recognition"] = rec
+    out["registration"] = _registration_variants(pages, template)
+    out["decode"] = _decode_variants(docs)
+    out["load"].append(load())
+    return out
+
+
+def _registration_variants(pages: list[Any], template: Any) -> list[dict[str, Any]]:
+    """CPU time of ``register`` and its error against the fixture's true page-to-image map (max
+    over the field-box centres, page px), for the shipped ECC and the patched variants."""
+    import numpy as np
+
+    from bench import variants
+    from extractor import registration
+
+    ppm = template.px_per_mm
+    centres = np.array(
+        [[f.box.x + f.box.w / 2, f.box.y + f.box.h / 2, 1.0] for f in template.fields]
+    ).T
+    truths = [
+        np.array(json.loads(doc.with_suffix(".json").read_text())["degradations"]["page_to_image"])
+        for doc, *_ in pages
+    ]
+    rows = []
+    for key in REGISTRATION_PATCHES:
+        undo = variants.apply_patch(key)
+        registration.register(pages[0][1], template)
+        errors, cpu_ms = [], []
+        for (_doc, image, *_), truth in zip(pages, truths, strict=True):
+            cpu0 = time.process_time()
+            alignment = registration.register(image, template)
+            cpu_ms.append((time.process_time() - cpu0) * 1000)
+            if not alignment.matched or alignment.homography is None:
+                errors.append(float("inf"))
+                continue
+            got = alignment.homography @ np.diag([ppm, ppm, 1.0]) @ centres
+            want = truth @ centres
+            diff = got[:2] / got[2] - want[:2] / want[2]
+            errors.append(float(np.abs(diff).max()))
+        undo()
+        rows.append(
+            {
+                "key": key or "shipped",
+                "label": variants.patch_label(key) if key else "as shipped",
+                "cpu_ms": float(np.median(cpu_ms)),
+                "error_px_median": float(np.median(errors)),
+                "error_px_p90": float(np.percentile(errors, 90)),
+                "error_px_max": float(np.max(errors)),
+                "load": load(),
+            }
+        )
+    return rows
+
+
+def _decode_variants(docs: list[Path]) -> list[dict[str, Any]]:
+    import cv2
+    import numpy as np
+
+    blobs = [np.frombuffer(d.read_bytes(), np.uint8) for d in docs]
+    rows = []
+    for key, flag in [
+        ("full", cv2.IMREAD_COLOR),
+        ("reduced-2", cv2.IMREAD_REDUCED_COLOR_2),
+        ("reduced-4", cv2.IMREAD_REDUCED_COLOR_4),
+    ]:
+        cpu0 = time.process_time()
+        for blob in blobs:
+            cv2.imdecode(blob, flag)
+        rows.append(
+            {"key": key, "cpu_ms": (time.process_time() - cpu0) * 1000 / len(blobs), "load": load()}
+        )
+    return rows
