@@ -51,7 +51,6 @@ PADDLE_BIN := $(PADDLE_VENV)/bin
 
 $(PADDLE_BIN)/python:
 	$(PY) -m venv $(PADDLE_VENV)
-	echo '*' > $(PADDLE_VENV)/.gitignore
 	$(PADDLE_BIN)/pip install -q --upgrade pip
 
 $(PADDLE_VENV)/.setup: pyproject.toml | $(PADDLE_BIN)/python
