@@ -27,6 +27,7 @@ from extractor.fullpage import TextLine
 from extractor.templates import FieldSpec, Template
 
 MIN_LABEL_MATCHES = 4
+MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
 _NOISE = re.compile(r"[\s:：]")
 
 
@@ -112,27 +113,31 @@ def _plausible(homography: np.ndarray) -> bool:
 def lines_in_box(
     lines: list[TextLine], spec: FieldSpec, template: Template, homography: np.ndarray
 ) -> tuple[str, float, np.ndarray] | None:
-    """The text of the page lines whose centres fall in a field's box (with the crop margin),
-    left to right, with any printed label in front of the value stripped."""
+    """The text of the page lines whose centres fall in a field's box (with the crop margin):
+    the row nearest the box's middle, left to right, its confidently read pieces only (a seal's
+    text is read with little confidence), any printed label in front of the value stripped."""
     ppm = template.px_per_mm
     margin = template.crop_margin_mm
     box = spec.box
     x0, y0 = (box.x - margin) * ppm, (box.y - margin / 2) * ppm
     x1, y1 = (box.x + box.w + margin) * ppm, (box.y + box.h + margin / 2) * ppm
+    middle = (box.y + box.h / 2) * ppm
     inverse = np.linalg.inv(homography)
     found = []
     for line in lines:
-        cx, cy = cv2.perspectiveTransform(line.centre.reshape(1, 1, 2).astype(np.float64), inverse)[
-            0, 0
-        ]
+        point = line.centre.reshape(1, 1, 2).astype(np.float64)
+        cx, cy = cv2.perspectiveTransform(point, inverse)[0, 0]
         if x0 <= cx <= x1 and y0 <= cy <= y1:
-            found.append((cx, line))
+            found.append((cx, cy, line))
     if not found:
         return None
-    found.sort(key=lambda item: item[0])
-    text = "".join(_strip_label(line.text, spec.label) for _, line in found)
-    score = float(np.mean([line.score for _, line in found]))
-    quad = np.vstack([line.quad for _, line in found])
+    row = min(found, key=lambda item: abs(item[1] - middle))[1]
+    found = [item for item in found if abs(item[1] - row) <= box.h * ppm / 3]
+    sure = [item for item in found if item[2].score >= MIN_LINE_SCORE]
+    found = sorted(sure or found, key=lambda item: item[0])
+    text = "".join(_strip_label(line.text, spec.label) for _, _, line in found)
+    score = float(np.mean([line.score for _, _, line in found]))
+    quad = np.vstack([line.quad for _, _, line in found])
     return text, score, quad
 
 
