@@ -260,11 +260,20 @@ _CHILD = textwrap.dedent(
         out[name] = {{
             "kind": kind, "message": message, "pages": pages, "size": len(data),
             "seconds": round(time.perf_counter() - start, 3),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024,
+            "peak_rss_mb": h.peak_rss_mb(),
         }}
     print(json.dumps(out))
     """
 )
+
+
+def peak_rss_mb() -> int:
+    """This process's own peak RSS. (``ru_maxrss`` is no good in a child: Linux carries the
+    parent's high-water mark over fork and exec, so under a big pytest process it reads high.)"""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) // 1024
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def run_bombs() -> dict[str, dict[str, object]]:
