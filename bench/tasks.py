@@ -42,6 +42,10 @@ def setup_worker() -> int:
 
 
 def peak_rss_mb() -> float:
+    """This process's own peak RSS (VmHWM: ``ru_maxrss`` may carry the parent's over a fork)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
