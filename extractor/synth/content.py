@@ -56,6 +56,19 @@ class Item:
     def rate_text(self) -> str:
         return f"{int(self.rate * 100)}%"
 
+    def as_dict(self) -> dict[str, str]:
+        """The item line as printed, for the ground truth's ``extra``."""
+        return {
+            "name": self.name,
+            "spec": self.spec,
+            "unit": self.unit,
+            "quantity": self.quantity,
+            "unit_price": self.unit_price,
+            "amount": money(self.amount),
+            "rate": self.rate_text,
+            "tax": money(self.tax),
+        }
+
 
 @dataclass(frozen=True, slots=True)
 class Invoice:
@@ -130,19 +143,7 @@ class Invoice:
             "buyer_bank_account": self.buyer.bank_account,
             "seller_address_phone": self.seller.address_phone,
             "seller_bank_account": self.seller.bank_account,
-            "items": [
-                {
-                    "name": i.name,
-                    "spec": i.spec,
-                    "unit": i.unit,
-                    "quantity": i.quantity,
-                    "unit_price": i.unit_price,
-                    "amount": money(i.amount),
-                    "rate": i.rate_text,
-                    "tax": money(i.tax),
-                }
-                for i in self.items
-            ],
+            "items": [i.as_dict() for i in self.items],
             "cipher": list(self.cipher),
             "remark": self.remark,
             "payee": self.payee,

@@ -87,19 +87,7 @@ class DigitalInvoice:
         return {
             "title": self.title,
             "total_in_words_text": self.words,
-            "items": [
-                {
-                    "name": i.name,
-                    "spec": i.spec,
-                    "unit": i.unit,
-                    "quantity": i.quantity,
-                    "unit_price": i.unit_price,
-                    "amount": money(i.amount),
-                    "rate": i.rate_text,
-                    "tax": money(i.tax),
-                }
-                for i in self.items
-            ],
+            "items": [i.as_dict() for i in self.items],
             "remark": self.remark,
             "drawer": self.drawer,
             "qr_payload": self.qr_payload,
