@@ -384,10 +384,14 @@ _HALF_BLUR: dict[int, np.ndarray] = {}
 
 
 def _half_blur(ref: object, size: tuple[int, int]) -> np.ndarray:
-    """The reference's blurred ruling at half scale (once per reference, as Reference would)."""
+    """The reference's blurred ruling at half scale: the shipped Reference keeps it since
+    registration adopted ECC at half scale."""
     key = id(ref)
     if key not in _HALF_BLUR:
-        _HALF_BLUR[key] = cv2.resize(ref.lines_blur, size, interpolation=cv2.INTER_AREA)  # type: ignore[attr-defined]
+        half = ref.lines_blur_ecc  # type: ignore[attr-defined]
+        if half.shape[::-1] != size:
+            half = cv2.resize(half, size, interpolation=cv2.INTER_AREA)
+        _HALF_BLUR[key] = half
     return _HALF_BLUR[key]
 
 
