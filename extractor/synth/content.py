@@ -361,6 +361,17 @@ def remark(rng: random.Random, city: City, day: date) -> str:
     )
 
 
+def totals(rng: random.Random, items: tuple[Item, ...]) -> tuple[Decimal, Decimal, Decimal, str]:
+    """合计金额, 合计税额, 价税合计 and its 大写 as printed (圆 instead of 元 on some)."""
+    amount = sum((i.amount for i in items), Decimal(0))
+    tax = sum((i.tax for i in items), Decimal(0))
+    total = amount + tax
+    words = amount_to_words(total)
+    if rng.random() < 0.3:
+        words = words.replace("元", "圆")
+    return amount, tax, total, words
+
+
 def make_invoice(rng: random.Random) -> Invoice:
     """One invoice's content, every draw from ``rng``."""
     region = rng.choice(names.REGIONS)
@@ -368,12 +379,7 @@ def make_invoice(rng: random.Random) -> Invoice:
     seller = party(rng, region)
     buyer = party(rng, rng.choice(names.REGIONS) if rng.random() < 0.4 else region)
     items = make_items(rng, day, small_scale=rng.random() < 0.15)
-    amount = sum((i.amount for i in items), Decimal(0))
-    tax = sum((i.tax for i in items), Decimal(0))
-    total = amount + tax
-    words = amount_to_words(total)
-    if rng.random() < 0.3:
-        words = words.replace("元", "圆")
+    amount, tax, total, words = totals(rng, items)
     return Invoice(
         region=region,
         title=f"{region.title}增值税普通发票",

@@ -16,8 +16,8 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 from extractor.synth import names
-from extractor.synth.content import Item, Party, make_items, party, person, remark
-from extractor.synth.money import amount_to_words, money
+from extractor.synth.content import Item, Party, make_items, party, person, remark, totals
+from extractor.synth.money import money
 from extractor.synth.names import Region
 
 FIRST_DAY = date(2022, 1, 1)
@@ -109,12 +109,7 @@ def make_digital_invoice(rng: random.Random) -> DigitalInvoice:
     seller = party(rng, region)
     buyer = party(rng, rng.choice(names.REGIONS) if rng.random() < 0.4 else region)
     items = make_items(rng, day, small_scale=kind == KINDS[0] and rng.random() < 0.15)
-    amount = sum((i.amount for i in items), Decimal(0))
-    tax = sum((i.tax for i in items), Decimal(0))
-    total = amount + tax
-    words = amount_to_words(total)
-    if rng.random() < 0.3:
-        words = words.replace("元", "圆")
+    amount, tax, total, words = totals(rng, items)
     return DigitalInvoice(
         region=region,
         kind=kind,

@@ -27,6 +27,7 @@ from PIL import Image
 
 from extractor.synth import digital_layout as D
 from extractor.synth.fonts import font_path
+from extractor.synth.form import save_reference
 from extractor.synth.raster import CENTRE_ABOVE_BASELINE, TextBox, runs
 from extractor.synth.seals import SEAL_RED, oval_seal
 from extractor.templates import Template
@@ -325,17 +326,7 @@ def render_blank_form(template: Template | None = None, dpi: float | None = None
 def write_reference(template: Template, out_path: str | Path | None = None) -> Path:
     """Write the digital template's reference image: the blank form at its registration dpi,
     palette-quantised to a small PNG."""
-    path = Path(out_path) if out_path is not None else template.reference_image_path
-    if path is None:
-        raise ValueError(
-            f"template {template.name!r} names no reference image and no out_path was given"
-        )
-    image = render_blank_form(template)
-    rgb = Image.fromarray(image[:, :, ::-1].copy())
-    quantised = rgb.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    quantised.save(path, format="PNG", optimize=True)
-    return path
+    return save_reference(render_blank_form(template), template, out_path)
 
 
 # -- seal and QR --------------------------------------------------------------------------------

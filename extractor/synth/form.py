@@ -212,12 +212,16 @@ def write_reference(template: Template, out_path: str | Path | None = None) -> P
     ``out_path`` defaults to the template's ``reference_image`` path. The PNG is quantised to
     a small palette (it stays well under 100 KB).
     """
+    return save_reference(render_form(template), template, out_path)
+
+
+def save_reference(image: np.ndarray, template: Template, out_path: str | Path | None) -> Path:
+    """Save a blank form (BGR) as ``template``'s reference: a 16-colour PNG."""
     path = Path(out_path) if out_path is not None else template.reference_image_path
     if path is None:
         raise ValueError(
             f"template {template.name!r} names no reference image and no out_path was given"
         )
-    image = render_form(template)
     rgb = Image.fromarray(image[:, :, ::-1].copy())
     quantised = rgb.quantize(colors=16, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
     path.parent.mkdir(parents=True, exist_ok=True)
