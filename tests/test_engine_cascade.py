@@ -1,0 +1,115 @@
+"""The CPU cascade (PP-OCRv6 tiny, then small where tiny is unsure) on real fixture crops."""
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from extractor.crops import crop_fields
+from extractor.engines import Recognition, Recognizer
+from extractor.engines.cascade import MIN_CHAR_CONFIDENCE, CascadeRecognizer, ppocr_engine
+from extractor.engines.ppocr import PPOCRRecognizer
+from extractor.fields import check_value, resolve_allowlist
+from extractor.registration import register
+from extractor.templates import TemplateStore
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+class Counting:
+    """A real engine, with a count of the crops it was given."""
+
+    def __init__(self, engine: Recognizer) -> None:
+        self.engine, self.name, self.seen = engine, engine.name, 0
+
+    def recognize(
+        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
+    ) -> list[Recognition]:
+        self.seen += len(crops)
+        return self.engine.recognize(crops, allowlists)
+
+
+@pytest.fixture(scope="module")
+def small() -> PPOCRRecognizer:
+    return PPOCRRecognizer(threads=1)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> PPOCRRecognizer:
+    return PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1)
+
+
+def page_crops(name: str) -> tuple[list[np.ndarray], list[str | None], list[str], dict]:
+    template = TemplateStore().get("vat_invoice")
+    path = FIXTURES / name
+    image = cv2.imread(str(path))
+    crops = crop_fields(image, register(image, template).homography, template)
+    truth = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    return (
+        [c.image for c in crops],
+        [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in crops],
+        [c.field for c in crops],
+        truth["pages"][0]["fields"],
+    )
+
+
+@pytest.mark.parametrize("name", ["clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"])
+def test_cascade_reads_every_field_right_and_spares_the_small_model(
+    small: PPOCRRecognizer, tiny: PPOCRRecognizer, name: str
+) -> None:
+    images, allowlists, fields, expected = page_crops(name)
+    fast, full = Counting(tiny), Counting(small)
+    reads = CascadeRecognizer(fast, full).recognize(images, allowlists)
+    template = TemplateStore().get("vat_invoice")
+    specs = {spec.name: spec for spec in template.fields}
+    for field, read in zip(fields, reads, strict=True):
+        assert check_value(specs[field], read.text).value == expected[field], field
+    narrow = sum(a is not None for a in allowlists)
+    # tiny saw exactly the allowlisted crops; small saw the names and only some of the rest
+    assert fast.seen == narrow
+    assert len(images) - narrow <= full.seen < len(images)
+
+
+def test_names_skip_the_tiny_model(small: PPOCRRecognizer, tiny: PPOCRRecognizer) -> None:
+    images, _, fields, _ = page_crops("clean/vat_invoice_0001.jpg")
+    name = images[fields.index("buyer_name")]
+    fast, full = Counting(tiny), Counting(small)
+    (read,) = CascadeRecognizer(fast, full).recognize([name], [None])
+    assert (fast.seen, full.seen) == (0, 1)
+    assert read == small.recognize([name], [None])[0]
+
+
+def test_unsure_tiny_reads_are_read_again(small: PPOCRRecognizer, tiny: PPOCRRecognizer) -> None:
+    """On a blurred phone photo some tiny reads are unsure: exactly those (and the names) go to
+    the small model, and its reads are what the cascade returns for them."""
+    images, allowlists, _, _ = page_crops("heavy/vat_invoice_0040.jpg")
+    narrow = [i for i, a in enumerate(allowlists) if a is not None]
+    first = tiny.recognize([images[i] for i in narrow], [allowlists[i] for i in narrow])
+    unsure = [
+        i
+        for i, r in zip(narrow, first, strict=True)
+        if min(r.char_confidences, default=0) < MIN_CHAR_CONFIDENCE
+    ]
+    assert unsure and len(unsure) < len(narrow)
+    fast, full = Counting(tiny), Counting(small)
+    reads = CascadeRecognizer(fast, full).recognize(images, allowlists)
+    assert full.seen == len(images) - len(narrow) + len(unsure)
+    for i in unsure:
+        alone = small.recognize([images[i]], [allowlists[i]])[0]
+        assert reads[i].text == alone.text
+        assert reads[i].confidence == pytest.approx(alone.confidence, abs=1e-4)
+
+
+def test_the_cpu_default_is_the_cascade(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert isinstance(ppocr_engine(threads=1), CascadeRecognizer)
+    assert isinstance(ppocr_engine(threads=1, cascade=False), PPOCRRecognizer)
+    # another model, a model file of one's own, or the switch: the small model alone
+    assert isinstance(
+        ppocr_engine(threads=1, model_path=str(PPOCRRecognizer().model_path)), PPOCRRecognizer
+    )
+    monkeypatch.setenv("ROI_PPOCR_CASCADE", "0")
+    assert isinstance(ppocr_engine(threads=1), PPOCRRecognizer)
+    assert isinstance(ppocr_engine(threads=1, cascade=True), CascadeRecognizer)
