@@ -23,6 +23,7 @@ from extractor.templates import Template
 PAGE_WORK_SIDE = 1200  # long side, in px, of the downscaled page the frame is searched on
 MIN_FRAME_FRACTION = 0.08  # a frame covers at least this share of the page's bounding area
 CANDIDATES = 3
+SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well ends the search
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +60,10 @@ class Reference:
         self.work_h = round(full_h * self.scale)
         gray = cv2.resize(image, (self.work_w, self.work_h), interpolation=cv2.INTER_AREA)
         self.lines = ruling(gray, self.px_per_mm)
-        quads = frame_candidates(binarize(gray), 1)
-        if not quads:
+        found = frame_candidates(binarize(gray), 1)
+        if not found:
             raise TemplateError(f"template {template.name!r}: no ruled frame found in {path}")
-        self.frame = quads[0]
+        self.frame = found[0].quad
         self.frame_mask = np.zeros_like(self.lines)
         cv2.fillConvexPoly(self.frame_mask, self.frame.astype(np.int32), 255)
         lines_blur = cv2.GaussianBlur(self.lines.astype(np.float32) / 255, (0, 0), 1.5)
@@ -129,8 +130,18 @@ def _tolerance_kernel(px_per_mm: float) -> np.ndarray:
     return cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * radius + 1, 2 * radius + 1))
 
 
-def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[np.ndarray]:
-    """Outlines (4x2 float32, clockwise from any corner) of the largest connected ink pieces."""
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A possible outline of the form's frame (4x2 float32, clockwise from any corner) and the
+    mask of the ink piece it outlines."""
+
+    quad: np.ndarray
+    piece: np.ndarray
+
+
+def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[Candidate]:
+    """Outlines of the largest connected ink pieces: each piece's hull as a quadrilateral, then
+    its minimum-area rectangle."""
     closed = cv2.morphologyEx(ink, cv2.MORPH_CLOSE, np.ones((3, 3), np.uint8))
     count, labels, stats, _ = cv2.connectedComponentsWithStats(closed, connectivity=8)
     if count <= 1:
@@ -138,16 +149,95 @@ def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[np.ndarra
     min_area = MIN_FRAME_FRACTION * ink.shape[0] * ink.shape[1]
     areas = stats[1:, cv2.CC_STAT_WIDTH] * stats[1:, cv2.CC_STAT_HEIGHT]
     order = np.argsort(-areas)[:limit]
-    quads = []
+    found = []
     for idx in order:
         if areas[idx] < min_area:
             break
-        ys, xs = np.nonzero(labels == idx + 1)
-        points = np.column_stack([xs, ys]).astype(np.int32)
-        hull = cv2.convexHull(points)
-        quads.append(_quad(hull))
-        quads.append(_order(cv2.boxPoints(cv2.minAreaRect(hull)).astype(np.float32)))
-    return quads
+        piece = labels == idx + 1
+        ys, xs = np.nonzero(piece)
+        hull = cv2.convexHull(np.column_stack([xs, ys]).astype(np.int32))
+        found.append(Candidate(_quad(hull), piece))
+        found.append(Candidate(_order(cv2.boxPoints(cv2.minAreaRect(hull))), piece))
+    return found
+
+
+def fit_sides(quad: np.ndarray, piece: np.ndarray, samples: int = 48) -> np.ndarray | None:
+    """The quad with each side refitted to the piece's outer edge, ignoring what bulges out.
+
+    A hull's corners are pulled off by anything that touches the frame from outside (a seal the
+    colour mask missed, a stamp, a pen stroke). Along each side, the outermost ink is found at
+    ``samples`` points by scanning inward across the side; a line through the straightest
+    majority of those points (RANSAC, then least squares) is the side, and the corners are
+    where neighbouring sides meet.
+    """
+    h, w = piece.shape
+    centre = quad.mean(axis=0)
+    lines = []
+    for i in range(4):
+        a, b = quad[i].astype(np.float64), quad[(i + 1) % 4].astype(np.float64)
+        side = b - a
+        length = float(np.hypot(*side))
+        if length < 20:
+            return None
+        normal = np.array([side[1], -side[0]]) / length
+        if np.dot(normal, (a + b) / 2 - centre) < 0:
+            normal = -normal  # outward
+        reach = max(15.0, 0.06 * length)
+        offsets = np.arange(reach, -reach, -1.0)  # from outside inward
+        starts = a + np.outer(np.linspace(0.06, 0.94, samples), side)
+        points = starts[:, None, :] + offsets[None, :, None] * normal
+        xs, ys = np.rint(points[..., 0]).astype(int), np.rint(points[..., 1]).astype(int)
+        inside = (xs >= 0) & (xs < w) & (ys >= 0) & (ys < h)
+        hit = np.zeros(xs.shape, dtype=bool)
+        hit[inside] = piece[ys[inside], xs[inside]]
+        rows = np.flatnonzero(hit.any(axis=1))
+        if len(rows) < samples // 3:
+            return None
+        edge = points[rows, hit[rows].argmax(axis=1)]
+        line = _robust_line(edge)
+        if line is None:
+            return None
+        lines.append(line)
+    corners = [_intersect(lines[i - 1], lines[i]) for i in range(4)]
+    if any(c is None for c in corners):
+        return None
+    fitted = np.array(corners, dtype=np.float32)
+    if not cv2.isContourConvex(fitted.reshape(-1, 1, 2)):
+        return None
+    return _order(fitted)
+
+
+def _robust_line(
+    points: np.ndarray, tolerance: float = 1.5
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(point, unit direction) of the line through most of ``points`` (RANSAC over pairs)."""
+    best: np.ndarray | None = None
+    n = len(points)
+    for i in range(0, n, 2):
+        for j in range(i + n // 3, n, 3):
+            d = points[j] - points[i]
+            norm = float(np.hypot(*d))
+            if norm == 0:
+                continue
+            dist = np.abs((points - points[i]) @ np.array([d[1], -d[0]]) / norm)
+            inliers = dist <= tolerance
+            if best is None or inliers.sum() > best.sum():
+                best = inliers
+    if best is None or best.sum() < max(6, n // 2):
+        return None
+    vx, vy, x0, y0 = cv2.fitLine(points[best].astype(np.float32), cv2.DIST_L2, 0, 0.01, 0.01)
+    return np.array([x0[0], y0[0]]), np.array([vx[0], vy[0]])
+
+
+def _intersect(
+    first: tuple[np.ndarray, np.ndarray], second: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray | None:
+    (p, r), (q, s) = first, second
+    cross = r[0] * s[1] - r[1] * s[0]
+    if abs(cross) < 0.2:  # sides meeting at under ~12 degrees are not a frame's corner
+        return None
+    t = ((q - p)[0] * s[1] - (q - p)[1] * s[0]) / cross
+    return p + t * r
 
 
 def _quad(hull: np.ndarray) -> np.ndarray:
@@ -190,22 +280,17 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     ink = binarize(small)
     if page.ndim == 3:
         ink[seal_mask(page)] = 0  # a seal over the frame's corner would bend its outline
-    quads = frame_candidates(ink)
-    if not quads:
+    candidates = frame_candidates(ink)
+    if not candidates:
         return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
 
-    best: tuple[float, np.ndarray] | None = None
-    for quad in quads:
-        for turn in range(4):
-            to_ref = cv2.getPerspectiveTransform(np.roll(quad, -turn, axis=0), ref.frame)
-            warped = cv2.warpPerspective(
-                small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-            )
-            score = match_score(ref, ruling(warped, ref.px_per_mm))
-            if best is None or score > best[0]:
-                best = (score, to_ref)
-    assert best is not None
-    score, to_ref = best
+    score, to_ref, candidate = _best_outline(ref, small, candidates)
+    if score < SURE_OUTLINE:
+        fitted = fit_sides(candidate.quad, candidate.piece)
+        if fitted is not None:
+            again = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
+            if again[0] > score:
+                score, to_ref, _ = again
     refined = _refine(ref, small, to_ref)
     if refined is not None and refined[0] >= score:
         score, to_ref = refined
@@ -229,6 +314,27 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         else f"match score {score:.2f} below the template's threshold "
         f"{template.registration.match_threshold:.2f}",
     )
+
+
+def _best_outline(
+    ref: Reference, small: np.ndarray, candidates: list[Candidate]
+) -> tuple[float, np.ndarray, Candidate]:
+    """The candidate and 90-degree turn whose ruling best overlays the reference's: (score,
+    page work px -> reference work px, candidate). Stops at the first sure one."""
+    best: tuple[float, np.ndarray, Candidate] | None = None
+    for candidate in candidates:
+        for turn in range(4):
+            to_ref = cv2.getPerspectiveTransform(np.roll(candidate.quad, -turn, axis=0), ref.frame)
+            warped = cv2.warpPerspective(
+                small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+            )
+            score = match_score(ref, ruling(warped, ref.px_per_mm))
+            if best is None or score > best[0]:
+                best = (score, to_ref, candidate)
+            if score >= SURE_OUTLINE:
+                return best
+    assert best is not None
+    return best
 
 
 def match_score(ref: Reference, page_lines: np.ndarray) -> float:

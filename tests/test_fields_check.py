@@ -208,3 +208,20 @@ def test_sum_rule_with_three_terms() -> None:
     assert check_rules(template, {"a": "1", "b": "2", "c": "3", "d": "7"})["d"] == [
         "a + b + c = 6.00 but d is 7.00"
     ]
+
+
+@pytest.mark.parametrize(
+    ("raw", "ok"),
+    [
+        ("10106MAX70GFJ87", False),  # a tax id read in the name's box
+        ("91410105MAWXG6R86B", False),
+        ("12345678", False),
+        ("郑州辰盛润禾物业管理有限责任公司", True),
+        ("IBM", True),
+        ("Apple Inc", True),
+        ("北京3M中国有限公司", True),
+    ],
+)
+def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:
+    check = check_value(vat.field("buyer_name"), raw)
+    assert check.ok is ok and check.value == raw

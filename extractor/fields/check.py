@@ -18,6 +18,7 @@ from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Templat
 _MONEY = re.compile(r"-?[0-9]+\.[0-9]{2}")
 _DIGITS = re.compile(r"[0-9]+")
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+_IDENTIFIER = re.compile(r"(?=(?:[A-Z]*[0-9]){4})[0-9A-Z]{8,}")
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,14 @@ def _code_errors(value: str) -> list[str]:
     return [] if _DIGITS.fullmatch(value) else [f"{value!r} is not all digits"]
 
 
+def _text_errors(value: str) -> list[str]:
+    """Free text (a name) that is one run of digits and capitals is an identifier read in the
+    wrong box (a tax id printed just below a name), not a name."""
+    if _IDENTIFIER.fullmatch(value):
+        return [f"{value!r} looks like an identifier, not text"]
+    return []
+
+
 def _date_errors(value: str) -> list[str]:
     if _ISO_DATE.fullmatch(value):
         try:
@@ -55,7 +64,7 @@ Validator = Callable[[str], list[str]]
 
 VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
     {
-        FieldKind.text: lambda value: [],
+        FieldKind.text: _text_errors,
         FieldKind.code: _code_errors,
         FieldKind.amount: _money_errors,
         FieldKind.amount_words: _money_errors,
