@@ -208,6 +208,20 @@ class Report:
             "last_mb": round(statistics.mean(last), 1) if last else float("nan"),
         }
 
+    def rss_by_minute(self) -> list[float]:
+        """Total worker RSS (MB), mean of each whole minute of the run (or fifth of a short one),
+        so a ramp that levels off is told from a steady climb."""
+        window = min(60.0, self.duration_s / 5)
+        series = self.rss_series()
+        if not series or window <= 0:
+            return []
+        means = []
+        for k in range(int(series[-1][0] // window) + 1):
+            inside = [mb for t, mb in series if k * window <= t < (k + 1) * window]
+            if inside:
+                means.append(round(statistics.mean(inside), 1))
+        return means
+
     def rss_series(self) -> list[tuple[float, float]]:
         """(seconds, total worker RSS in MB) per sample."""
         times = sorted({t for samples in self.rss.values() for t, _ in samples})
@@ -230,6 +244,7 @@ class Report:
             "max_s": round(max(self.latencies, default=float("nan")), 3),
             "slowest_any_s": round(self.slowest_s, 3),
             "rss": self.rss_windows(),
+            "rss_by_minute_mb": self.rss_by_minute(),
             "rss_series_mb": self.rss_series(),
             "wrong": self.wrong[:10],
         }
@@ -337,6 +352,9 @@ def markdown(result: dict[str, Any], settings: dict[str, str], requested_s: floa
         f"{result['max_s']} s |",
         f"| worker RSS, all workers, first {rss['window_s']:g} s | {rss['first_mb']} MB |",
         f"| worker RSS, all workers, last {rss['window_s']:g} s | {rss['last_mb']} MB |",
+        f"| worker RSS, all workers, mean of each {rss['window_s']:g} s | "
+        + " → ".join(f"{mb:.0f}" for mb in result["rss_by_minute_mb"])
+        + " MB |",
     ]
     return "\n".join(lines)
 

@@ -28,6 +28,8 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
+from service import memory
+
 log = logging.getLogger("roi.service.worker")
 
 
@@ -94,6 +96,7 @@ def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
 def worker_main(conn: Connection, config: WorkerConfig) -> None:
     """Entry point of a worker process."""
     os.environ.update(config.env)
+    memory.limit_arenas()
     # Ctrl-C reaches the whole process group: the API process drains and stops us.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
@@ -218,6 +221,7 @@ class _Runner:
             "recognize_ms": round(recognize_ms, 2),
         }
         _send(self.conn, ("batch", stats))
+        memory.trim()
 
     def _prepare(self, job: JobSpec) -> _JobState:
         from extractor.loading import iter_pages
