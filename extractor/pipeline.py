@@ -11,6 +11,7 @@ caller (the service's workers) can batch crops from many pages into one recognis
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -32,13 +33,13 @@ from extractor.fallback import (
     lines_in_box,
     norm,
 )
-from extractor.fields import check_rules, check_value, resolve_allowlist
+from extractor.fields import check_rules, check_value, implied_values, resolve_allowlist
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
-from extractor.templates import FieldSpec, Template, TemplateStore
+from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template, TemplateStore
 from extractor.textlayer import MARGIN_MM, bounds_px, join_words, page_fits, words_in_box
 
 AUTO = "auto"  # the template name that picks a template per page
@@ -47,6 +48,7 @@ Registration = Literal["frame", "labels", "text_layer"]
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
+_DIGIT_RUN = re.compile(r"[^0-9]")  # what is not a digit, dropped to compare digit sequences
 
 
 @contextmanager
@@ -351,6 +353,34 @@ class Extractor:
         )
 
 
+def _restore_points(template: Template, fields: dict[str, FieldResult]) -> None:
+    """An amount read without its decimal point (blur makes it a gap or nothing: '¥5985 24'),
+    whose digits are exactly those of the value the template's rules give it (amount + tax, or
+    the amount in words), gets the point back; the field's note says so."""
+    values = {name: f.value if not f.errors else None for name, f in fields.items()}
+    for rule in template.rules:
+        for name, implied in implied_values(rule, values).items():
+            field = fields.get(name)
+            spec = template.field(name)
+            if (
+                field is None
+                or spec.kind is not FieldKind.amount
+                or field.value is None
+                or field.value == implied
+                or any(point in field.raw for point in ".．。·")
+                or _DIGIT_RUN.sub("", field.raw) != _DIGIT_RUN.sub("", implied)
+            ):
+                continue
+            field.value = values[name] = implied
+            field.note = f"decimal point restored from {_describe(rule)}"
+
+
+def _describe(rule: SumRule | SameRule) -> str:
+    if isinstance(rule, SumRule):
+        return f"{' + '.join(rule.terms)} = {rule.equals}"
+    return " = ".join(rule.fields)
+
+
 def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for name, errors in check_rules(template, values).items():
@@ -383,6 +413,7 @@ def _conclude(
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
+        _restore_points(template, fields)
         _apply_rules(template, fields)
         if prepared.qr:
             _cross_check_qr(template, prepared.qr, fields)

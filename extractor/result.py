@@ -21,6 +21,10 @@ class FieldResult(BaseModel):
         default=None, description="[x, y, width, height] of the text read, in page pixels."
     )
     source: Source = "roi"
+    note: str | None = Field(
+        default=None,
+        description="How the value was mended, when it was (a restored decimal point).",
+    )
 
 
 @dataclass

@@ -225,3 +225,18 @@ def test_sum_rule_with_three_terms() -> None:
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:
     check = check_value(vat.field("buyer_name"), raw)
     assert check.ok is ok and check.value == raw
+
+
+def test_implied_values_of_the_sum_and_same_rules(vat: Template) -> None:
+    from extractor.fields import implied_values
+
+    values = {"amount": "5491.05", "tax": "494.19", "total": "598524.00", "total_in_words": None}
+    total_rule, words_rule = vat.rules
+    assert implied_values(total_rule, values) == {
+        "total": "5985.24",
+        "amount": "598029.81",
+        "tax": "593032.95",
+    }
+    assert implied_values(words_rule, values) == {"total_in_words": "598524.00"}
+    # a term is never implied negative or from a missing value
+    assert implied_values(total_rule, {"amount": "9000.00", "tax": None, "total": "10.00"}) == {}

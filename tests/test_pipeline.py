@@ -149,3 +149,14 @@ def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
     )
     assert note.status == "unmatched" and note.template is None and not note.fields
     assert note.template_scores and all(s < 0.7 for s in note.template_scores.values())
+
+
+def test_a_decimal_point_lost_to_blur_is_restored(extractor: Extractor) -> None:
+    """heavy/vat_invoice_0038: the total reads '¥5985 24' (the point blurred into a gap); its
+    digits are those of amount + tax and of the amount in words, so the point goes back."""
+    path = FIXTURES / "heavy/vat_invoice_0038.jpg"
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    total = page.fields["total"]
+    assert "." not in total.raw
+    assert total.value == truth(path)["pages"][0]["fields"]["total"] == "5985.24"
+    assert total.valid and total.note == "decimal point restored from amount + tax = total"

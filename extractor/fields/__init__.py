@@ -1,7 +1,7 @@
 """Field values: allowlists for recognition, normalisers, validators and cross-field rules."""
 
 from extractor.fields.charsets import NAMED_CHARSETS, USCC_CHARSET, resolve_allowlist
-from extractor.fields.check import FieldCheck, check_rules, check_value
+from extractor.fields.check import FieldCheck, check_rules, check_value, implied_values
 from extractor.fields.errors import FieldValueError
 from extractor.fields.normalize import (
     NORMALIZERS,
@@ -26,6 +26,7 @@ __all__ = [
     "check_rules",
     "check_value",
     "get_normalizer",
+    "implied_values",
     "is_valid_uscc",
     "normalize_amount",
     "normalize_amount_words",

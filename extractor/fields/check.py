@@ -140,6 +140,35 @@ def _same_error(rule: SameRule, values: Mapping[str, str | None]) -> str | None:
     return f"{names} differ: {' vs '.join(texts)}"
 
 
+def implied_values(rule: SumRule | SameRule, values: Mapping[str, str | None]) -> dict[str, str]:
+    """What each field a rule names must hold, given the other fields' values (those that are
+    numbers): the sum of the terms for the total, the total less the other terms for a term
+    (when positive), another field's value for a "same" rule."""
+    numbers = {name: _as_decimal(values.get(name)) for name in _rule_fields(rule)}
+    implied: dict[str, str] = {}
+    if isinstance(rule, SumRule):
+        terms = [numbers[t] for t in rule.terms]
+        equals = numbers[rule.equals]
+        if all(t is not None for t in terms):
+            implied[rule.equals] = _money(sum((t for t in terms if t is not None), Decimal(0)))
+        for i, name in enumerate(rule.terms):
+            others = [t for j, t in enumerate(terms) if j != i]
+            if equals is not None and all(t is not None for t in others):
+                rest = equals - sum((t for t in others if t is not None), Decimal(0))
+                if rest > 0:
+                    implied[name] = _money(rest)
+    else:
+        for name in rule.fields:
+            others = {numbers[o] for o in rule.fields if o != name and numbers[o] is not None}
+            if len(others) == 1:
+                implied[name] = _money(others.pop())
+    return implied
+
+
+def _rule_fields(rule: SumRule | SameRule) -> list[str]:
+    return [*rule.terms, rule.equals] if isinstance(rule, SumRule) else list(rule.fields)
+
+
 def check_rules(template: Template, values: Mapping[str, str | None]) -> dict[str, list[str]]:
     """Apply ``template.rules`` to normalised values; field name -> errors (failing fields only).
 
@@ -148,14 +177,11 @@ def check_rules(template: Template, values: Mapping[str, str | None]) -> dict[st
     """
     errors: dict[str, list[str]] = {}
     for rule in template.rules:
-        if isinstance(rule, SumRule):
-            message = _sum_error(rule, values)
-            names = [*rule.terms, rule.equals]
-        else:
-            message = _same_error(rule, values)
-            names = list(rule.fields)
+        message = (
+            _sum_error(rule, values) if isinstance(rule, SumRule) else _same_error(rule, values)
+        )
         if message is None:
             continue
-        for name in dict.fromkeys(names):
+        for name in dict.fromkeys(_rule_fields(rule)):
             errors.setdefault(name, []).append(message)
     return errors
