@@ -87,6 +87,7 @@ def _batch(args: argparse.Namespace) -> int:
         ray_address=args.ray or None,
         engine=args.engine,
         dpi=args.dpi,
+        fallback=args.fallback,
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -182,7 +183,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     ba = sub.add_parser("batch", help="extract a folder of scans: resumable, local pool or Ray")
     ba.add_argument("inputs", nargs="+", metavar="INPUT", help="files, folders or glob patterns")
-    ba.add_argument("--template", "-t", required=True, help="template name (auto: not yet)")
+    ba.add_argument(
+        "--template",
+        "-t",
+        required=True,
+        help="template name (see `roi templates`), or auto to pick one per page",
+    )
     ba.add_argument("--out", "-o", required=True, help="output folder (results, manifest)")
     ba.add_argument("--workers", "-w", type=int, default=os.cpu_count() or 1)
     ba.add_argument("--force", action="store_true", help="redo documents already done")
@@ -197,6 +203,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ba.add_argument("--engine", choices=ENGINES, default="ppocr")
     ba.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
+    ba.add_argument(
+        "--fallback",
+        choices=("auto", "never", "always"),
+        default="auto",
+        help="full-page OCR when a page does not match or a required field fails (auto); "
+        "an --out folder keeps the setting of its first run",
+    )
     ba.set_defaults(func=_batch)
 
     mo = sub.add_parser("models", help="make model files from what packages ship")

@@ -11,7 +11,7 @@ import pytest
 from extractor.batch.inputs import describe, find_paths
 from extractor.batch.manifest import DONE, FAILED, PENDING, Manifest
 from extractor.batch.writer import BatchWriter
-from extractor.errors import InputError
+from extractor.errors import InputError, RoiError
 
 FIELDS = ["invoice_number", "total"]
 
@@ -91,6 +91,24 @@ def test_bind_refuses_another_template(tmp_path: Path) -> None:
         m.bind(template="vat_invoice")
         with pytest.raises(Exception, match="use another --out"):
             m.bind(template="receipt")
+
+
+def test_bind_refuses_another_fallback_and_reads_old_folders(tmp_path: Path) -> None:
+    new, old = tmp_path / "new", tmp_path / "old"
+    new.mkdir()
+    old.mkdir()
+    with Manifest(new) as m:
+        m.bind(template="vat_invoice", engine="ppocr", fallback="never")
+        m.bind(template="vat_invoice", engine="ppocr", fallback="never")
+        with pytest.raises(RoiError, match="fallback 'never', not 'auto'"):
+            m.bind(template="vat_invoice", engine="ppocr", fallback="auto")
+    # A folder made before the fallback was bound: its runs all used the default, auto.
+    with Manifest(old) as m:
+        m.bind(template="vat_invoice", engine="ppocr")
+    with Manifest(old) as m:
+        with pytest.raises(RoiError, match="fallback 'auto', not 'never'"):
+            m.bind(template="vat_invoice", engine="ppocr", fallback="never")
+        m.bind(template="vat_invoice", engine="ppocr", fallback="auto")
 
 
 def test_reconcile_drops_uncommitted_partial_and_duplicate_lines(

@@ -11,18 +11,28 @@ import json
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extractor.batch.inputs import Document
 from extractor.batch.worker import BatchWorker, Outcome
 from extractor.errors import RoiError
 
+if TYPE_CHECKING:
+    from extractor.pipeline import FallbackMode
+
 
 class RayExtractor:
     """A Ray Data actor: one engine per actor, a batch of tasks in, their outcomes out."""
 
-    def __init__(self, engine: str, dpi: int, threads: int, provider: str | None) -> None:
-        self.worker = BatchWorker(engine, dpi, threads, provider)
+    def __init__(
+        self,
+        engine: str,
+        dpi: int,
+        threads: int,
+        provider: str | None,
+        fallback: FallbackMode = "auto",
+    ) -> None:
+        self.worker = BatchWorker(engine, dpi, threads, provider, fallback)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         outcomes: dict[str, list[str]] = {"key": [], "sha256": [], "outcome": []}
@@ -60,6 +70,7 @@ def run_ray(
     dpi: int,
     workers: int,
     address: str | None,
+    fallback: FallbackMode = "auto",
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as Ray finishes documents.
 
@@ -104,6 +115,7 @@ def run_ray(
                 "threads": 1,
                 # ONNX Runtime's CUDA provider when the cluster has GPUs (ppocr engine).
                 "provider": "cuda" if gpus >= 1 and engine == "ppocr" else None,
+                "fallback": fallback,
             },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),

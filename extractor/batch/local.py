@@ -11,9 +11,13 @@ import os
 from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
+from typing import TYPE_CHECKING
 
 from extractor.batch.inputs import Document
 from extractor.batch.worker import Outcome, init_process, process_in_pool
+
+if TYPE_CHECKING:
+    from extractor.pipeline import FallbackMode
 
 
 def threads_per_worker(workers: int) -> int:
@@ -21,7 +25,13 @@ def threads_per_worker(workers: int) -> int:
 
 
 def run_local(
-    docs: Sequence[Document], template: str, *, engine: str, dpi: int, workers: int
+    docs: Sequence[Document],
+    template: str,
+    *,
+    engine: str,
+    dpi: int,
+    workers: int,
+    fallback: FallbackMode = "auto",
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as documents finish, in completion order."""
     pending = list(reversed(docs))  # pop() from the end keeps the input order
@@ -32,7 +42,7 @@ def run_local(
             max_workers=workers,
             mp_context=ctx,
             initializer=init_process,
-            initargs=(engine, dpi, threads),
+            initargs=(engine, dpi, threads, fallback),
         )
         inflight: dict[Future[Outcome], Document] = {}
         broken = False

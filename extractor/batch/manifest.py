@@ -18,6 +18,8 @@ from extractor.errors import RoiError
 
 MANIFEST_NAME = "manifest.sqlite"
 PENDING, DONE, FAILED = "pending", "done", "failed"
+SETTINGS_BEFORE_BINDING = {"fallback": "auto"}
+"""Settings bound since a later version, with the value every run made before then used."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -55,15 +57,20 @@ class Manifest:
         self.close()
 
     def bind(self, **settings: str) -> None:
-        """Record the run's settings (template, engine); refuse a folder made with others."""
+        """Record the run's settings (template, engine, fallback); refuse a folder made with
+        others. A folder made before a setting was bound gets the value its runs used then, so
+        it is not resumed with another one unnoticed."""
+        bound = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
+        made_earlier = bool(bound)
         for name, value in settings.items():
-            row = self.db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
-            if row is None:
-                self.db.execute("INSERT INTO meta (name, value) VALUES (?, ?)", (name, value))
-            elif row[0] != value:
+            if name not in bound:
+                before = SETTINGS_BEFORE_BINDING.get(name, value)
+                bound[name] = before if made_earlier else value
+                self.db.execute("INSERT INTO meta (name, value) VALUES (?, ?)", (name, bound[name]))
+            if bound[name] != value:
                 raise RoiError(
-                    f"{self.path.parent} holds a batch run with {name} {row[0]!r}, not {value!r}: "
-                    "use another --out folder"
+                    f"{self.path.parent} holds a batch run with {name} {bound[name]!r}, "
+                    f"not {value!r}: use another --out folder"
                 )
 
     def states(self) -> dict[tuple[str, str], str]:

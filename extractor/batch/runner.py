@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from extractor.batch.inputs import Document, describe, find_paths
 from extractor.batch.manifest import DONE, FAILED, Manifest
@@ -20,7 +20,15 @@ from extractor.batch.worker import Outcome
 from extractor.batch.writer import ERRORS_NAME, BatchWriter
 from extractor.errors import InputError, RoiError
 
+if TYPE_CHECKING:
+    from extractor.pipeline import FallbackMode
+    from extractor.templates import Template
+
 LOCK_NAME = ".lock"
+AUTO = "auto"  # the template name that picks a template per page (extractor.pipeline.AUTO)
+# Checked up front: the Extractor takes any other value as auto, and the folder would be bound
+# to the typo (BatchOptions is built by callers other than the CLI too).
+FALLBACK_MODES = ("auto", "never", "always")
 
 
 @dataclass
@@ -35,6 +43,8 @@ class BatchOptions:
     ray_address: str | None = None
     engine: str = "ppocr"
     dpi: int = 200
+    fallback: FallbackMode = "auto"
+    """Full-page OCR where a page does not match or a required field fails (see Extractor)."""
 
 
 @dataclass
@@ -101,25 +111,44 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
             dpi=opts.dpi,
             workers=opts.workers,
             address=opts.ray_address,
+            fallback=opts.fallback,
         )
     from extractor.batch.local import run_local
 
-    return run_local(todo, opts.template, engine=opts.engine, dpi=opts.dpi, workers=opts.workers)
+    return run_local(
+        todo,
+        opts.template,
+        engine=opts.engine,
+        dpi=opts.dpi,
+        workers=opts.workers,
+        fallback=opts.fallback,
+    )
+
+
+def _field_names(name: str) -> list[str]:
+    """The CSV's field columns: the template's fields; with ``auto``, every template's, each
+    once (a page's row leaves blank the fields its template lacks).
+
+    Looking the template up raises for an unknown one, before any work is done.
+    """
+    from extractor.templates import TemplateStore
+
+    store = TemplateStore()
+    templates: list[Template] = store.all() if name == AUTO else [store.get(name)]
+    if not templates:
+        raise RoiError(f"--template auto: there are no templates in {store.directory}")
+    return list(dict.fromkeys(f.name for t in templates for f in t.fields))
 
 
 def run_batch(opts: BatchOptions) -> BatchSummary:
     """Run a batch; returns its summary. Raises :class:`RoiError` for a run that cannot start."""
-    if opts.template == "auto":
-        raise RoiError(
-            "--template auto is not supported yet (picking the template per page is not in the "
-            "core); name the template, e.g. --template vat_invoice"
-        )
     if opts.workers < 1:
         raise RoiError("--workers must be at least 1")
-    from extractor.templates import TemplateStore
-
-    template = TemplateStore().get(opts.template)  # unknown template: fail before any work
-    field_names = [f.name for f in template.fields]
+    if opts.fallback not in FALLBACK_MODES:
+        raise RoiError(
+            f"--fallback must be one of {', '.join(FALLBACK_MODES)}, not {opts.fallback!r}"
+        )
+    field_names = _field_names(opts.template)
     paths = find_paths(opts.inputs)
 
     out_dir = opts.out_dir
@@ -154,7 +183,7 @@ def _run(
     opts: BatchOptions, manifest: Manifest, writer: BatchWriter, paths: Sequence[Path]
 ) -> BatchSummary:
     summary = BatchSummary(documents=len(paths))
-    manifest.bind(template=opts.template, engine=opts.engine)
+    manifest.bind(template=opts.template, engine=opts.engine, fallback=opts.fallback)
 
     docs: list[Document] = []
     unreadable: dict[tuple[str, str], str] = {}

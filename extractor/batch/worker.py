@@ -13,9 +13,12 @@ import hashlib
 import os
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extractor.errors import RoiError
+
+if TYPE_CHECKING:
+    from extractor.pipeline import FallbackMode
 
 Task = dict[str, str]  # path (to read), name (to report), sha256, template
 Outcome = dict[str, Any]
@@ -25,7 +28,12 @@ class BatchWorker:
     """Holds one :class:`~extractor.pipeline.Extractor`; the engine loads once, here."""
 
     def __init__(
-        self, engine: str = "ppocr", dpi: int = 200, threads: int = 0, provider: str | None = None
+        self,
+        engine: str = "ppocr",
+        dpi: int = 200,
+        threads: int = 0,
+        provider: str | None = None,
+        fallback: FallbackMode = "auto",
     ) -> None:
         self.fatal: str | None = None
         try:
@@ -38,7 +46,7 @@ class BatchWorker:
             options: dict[str, object] = {"threads": threads} if engine == "ppocr" else {}
             if provider is not None:
                 options["provider"] = provider
-            self.extractor = Extractor(engine=engine, dpi=dpi, **options)
+            self.extractor = Extractor(engine=engine, dpi=dpi, fallback=fallback, **options)
         except RoiError as exc:
             self.fatal = f"cannot start the {engine} engine: {exc}"
         except Exception as exc:  # a broken install: say so once rather than per document
@@ -88,9 +96,9 @@ def _failure(error: str, reason: str, start: float) -> Outcome:
 _WORKER: BatchWorker | None = None
 
 
-def init_process(engine: str, dpi: int, threads: int) -> None:
+def init_process(engine: str, dpi: int, threads: int, fallback: FallbackMode = "auto") -> None:
     global _WORKER
-    _WORKER = BatchWorker(engine, dpi, threads)
+    _WORKER = BatchWorker(engine, dpi, threads, fallback=fallback)
 
 
 def process_in_pool(task: Task) -> Outcome:

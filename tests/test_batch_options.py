@@ -1,0 +1,134 @@
+"""`roi batch --fallback` and `--template auto` end to end with the real engine.
+
+Two documents: a clean scan, and a heavy one whose ``total`` the ROI pass flags and the
+full-page fallback mends, so the fallback setting shows in the outputs.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(os.environ.get("ROI_BATCH_FIXTURES") or ROOT / "fixtures")
+CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0038.jpg"
+
+
+def roi_batch(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "extractor.cli", "batch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+    )
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    docs = [FIXTURES / CLEAN, FIXTURES / HEAVY]
+    if not all(d.is_file() for d in docs):
+        pytest.skip("fixtures/clean and fixtures/heavy are not generated")
+    dest = tmp_path_factory.mktemp("batch-options") / "in"
+    dest.mkdir()
+    for doc in docs:
+        shutil.copy(doc, dest / doc.name)
+    return dest
+
+
+def _pages(out: Path) -> dict[str, dict]:
+    """Each document's single page, by file name."""
+    results = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert all(len(r["pages"]) == 1 for r in results)
+    return {Path(r["file"]).name: r["pages"][0] for r in results}
+
+
+def _sources(page: dict) -> dict[str, str]:
+    return {name: f["source"] for name, f in page["fields"].items()}
+
+
+def _truth(name: str) -> dict[str, str]:
+    """The fixture's ground truth (beside the original, not copied into the batch's folder)."""
+    doc = next(FIXTURES / d for d in (CLEAN, HEAVY) if Path(d).name == name)
+    return json.loads(doc.with_suffix(".json").read_text())["pages"][0]["fields"]
+
+
+@pytest.fixture(scope="module")
+def never_run(folder: Path) -> Path:
+    out = folder.parent / "out-never"
+    proc = roi_batch(folder, "-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_fallback_never_reads_only_the_regions(never_run: Path) -> None:
+    pages = _pages(never_run)
+    assert len(pages) == 2
+    for page in pages.values():
+        assert "fallback" not in _sources(page).values()
+    heavy = pages[Path(HEAVY).name]
+    assert heavy["status"] == "needs_review"  # the flagged total stays flagged
+    assert not heavy["fields"]["total"]["valid"]
+
+
+def test_ray_passes_the_fallback_to_its_actors(folder: Path, never_run: Path) -> None:
+    pytest.importorskip("ray.data")
+    out = folder.parent / "out-never-ray"
+    args = ("-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never", "--ray")
+    proc = roi_batch(folder, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert {n: _sources(p) for n, p in _pages(out).items()} == {
+        n: _sources(p) for n, p in _pages(never_run).items()
+    }
+
+
+def test_resuming_with_another_fallback_is_refused(folder: Path, never_run: Path) -> None:
+    before = (never_run / "results.jsonl").read_text()
+    for args in ((), ("--fallback", "auto")):  # auto is also the default
+        proc = roi_batch(folder, "-t", "vat_invoice", "--out", never_run, "-w", "1", *args)
+        assert proc.returncode == 2
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.count("\n") == 1, proc.stderr
+        assert "fallback 'never', not 'auto'" in proc.stderr
+        assert "use another --out folder" in proc.stderr
+    assert (never_run / "results.jsonl").read_text() == before
+    proc = roi_batch(folder, "-t", "vat_invoice", "--out", never_run, "--fallback", "never")
+    assert proc.returncode == 0 and "2 already done" in proc.stdout, proc.stderr
+
+
+def test_template_auto_with_the_fallback(folder: Path) -> None:
+    """``-t auto`` picks the template per page; ``--fallback auto`` mends the heavy page."""
+    out = folder.parent / "out-auto"
+    proc = roi_batch(folder, "-t", "auto", "--out", out, "-w", "1", "--quiet")
+    assert proc.returncode == 0 and proc.stdout == "", proc.stderr[-3000:]
+
+    pages = _pages(out)
+    for name, page in pages.items():
+        assert page["template"] == "vat_invoice"
+        assert set(page["template_scores"]) == {"vat_invoice", "vat_invoice_digital"}
+        for field in ("invoice_number", "total"):
+            assert page["fields"][field]["value"] == _truth(name)[field], (name, field)
+    heavy = pages[Path(HEAVY).name]
+    assert _sources(heavy)["total"] == "fallback" and heavy["fields"]["total"]["valid"]
+
+    # fields.csv: every template's fields as columns, blank where the page's template has none.
+    with (out / "fields.csv").open(newline="") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+    from extractor.templates import TemplateStore
+
+    columns = reader.fieldnames or []
+    for template in TemplateStore().all():
+        assert {f.name for f in template.fields} <= set(columns)
+    assert len(rows) == 2 and all(r["template"] == "vat_invoice" for r in rows)
+    assert {r["total_source"] for r in rows} == {"roi", "fallback"}
+
+    proc = roi_batch(folder, "-t", "vat_invoice", "--out", out, "-w", "1")
+    assert proc.returncode == 2 and "template 'auto', not 'vat_invoice'" in proc.stderr
