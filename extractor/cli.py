@@ -88,6 +88,7 @@ def _batch(args: argparse.Namespace) -> int:
         engine=args.engine,
         dpi=args.dpi,
         fallback=args.fallback,
+        doc_timeout=args.doc_timeout,
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -209,6 +210,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="full-page OCR when a page does not match or a required field fails (auto); "
         "an --out folder keeps the setting of its first run",
+    )
+    ba.add_argument(
+        "--doc-timeout",
+        type=float,
+        default=600.0,
+        metavar="SECONDS",
+        help="kill a document's worker after this long and record the document as failed "
+        "(a pathological page); 0: no limit; local pool only (default: %(default)g)",
     )
     ba.set_defaults(func=_batch)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import json
+import math
 import os
 import sqlite3
 import sys
@@ -29,6 +30,7 @@ AUTO = "auto"  # the template name that picks a template per page (extractor.pip
 # Checked up front: the Extractor takes any other value as auto, and the folder would be bound
 # to the typo (BatchOptions is built by callers other than the CLI too).
 FALLBACK_MODES = ("auto", "never", "always")
+DEFAULT_DOC_TIMEOUT = 600.0
 
 
 @dataclass
@@ -45,6 +47,9 @@ class BatchOptions:
     dpi: int = 200
     fallback: FallbackMode = "auto"
     """Full-page OCR where a page does not match or a required field fails (see Extractor)."""
+    doc_timeout: float = DEFAULT_DOC_TIMEOUT
+    """Seconds a document may run in its worker before the worker is killed and the document
+    recorded as failed (``DocumentTimeout``); 0: no limit. Local pool only (not with Ray)."""
 
 
 @dataclass
@@ -122,6 +127,7 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
         dpi=opts.dpi,
         workers=opts.workers,
         fallback=opts.fallback,
+        doc_timeout=opts.doc_timeout,
     )
 
 
@@ -148,6 +154,8 @@ def run_batch(opts: BatchOptions) -> BatchSummary:
         raise RoiError(
             f"--fallback must be one of {', '.join(FALLBACK_MODES)}, not {opts.fallback!r}"
         )
+    if not opts.doc_timeout >= 0 or math.isinf(opts.doc_timeout):  # NaN fails the first
+        raise RoiError("--doc-timeout must be a number of seconds, 0 for no limit")
     field_names = _field_names(opts.template)
     paths = find_paths(opts.inputs)
 

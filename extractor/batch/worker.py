@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from extractor.errors import RoiError
 
 if TYPE_CHECKING:
+    from multiprocessing.queues import SimpleQueue
+
     from extractor.pipeline import FallbackMode
 
 Task = dict[str, str]  # path (to read), name (to report), sha256, template
@@ -94,13 +96,25 @@ def _failure(error: str, reason: str, start: float) -> Outcome:
 # -- the local pool's per-process instance -------------------------------------------------------
 
 _WORKER: BatchWorker | None = None
+_STARTS: SimpleQueue | None = None
 
 
-def init_process(engine: str, dpi: int, threads: int, fallback: FallbackMode = "auto") -> None:
-    global _WORKER
+def init_process(
+    engine: str,
+    dpi: int,
+    threads: int,
+    fallback: FallbackMode = "auto",
+    starts: SimpleQueue | None = None,
+) -> None:
+    """Start the process's engine. ``starts``: where :func:`process_in_pool` reports each
+    document as it starts it, for the parent's per-document time limit (see local.py)."""
+    global _WORKER, _STARTS
     _WORKER = BatchWorker(engine, dpi, threads, fallback=fallback)
+    _STARTS = starts
 
 
-def process_in_pool(task: Task) -> Outcome:
+def process_in_pool(task: Task, job_id: int | None = None) -> Outcome:
     assert _WORKER is not None, "init_process was not run in this process"
+    if _STARTS is not None and job_id is not None:
+        _STARTS.put((job_id, os.getpid(), time.monotonic()))
     return _WORKER.process(task)
