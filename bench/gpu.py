@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="per crops/s point")
     parser.add_argument("--batches", default=",".join(map(str, BATCHES)))
     parser.add_argument(
-        "--patch", default=None, help="a bench/variants.py patch for the CPU side, e.g. ecc-half"
+        "--patch", default=None, help="a bench/variants.py patch for the CPU side, e.g. work-800"
     )
     parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / ".cache" / "gpu")))
     args = parser.parse_args(argv)

@@ -5,7 +5,7 @@
 #   bash bench/gpu.sh                      # TensorRT EP (fp16, engine cache, rec profiles)
 #   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only
 #   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
-#   PATCH=ecc-half bash bench/gpu.sh       # CPU side with a bench/variants.py patch
+#   PATCH=work-800 bash bench/gpu.sh       # CPU side with a bench/variants.py patch
 #
 # 1. a venv (.venv-gpu, reusing system site-packages) with roi and its gpu extra
 #    (onnxruntime-gpu, tensorrt) from wheels: $WHEELS when set, else the index pip is set up for;

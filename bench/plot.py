@@ -75,7 +75,8 @@ def draw(
         d.text((x1 + 6, y + 7), f"{bar.pages_per_s:.2f}", fill="black", font=small)
     d.text(
         (20, top + len(bars) * row_h + 26),
-        "blue: accuracy kept (no field lost vs base), grey: a field lost, red: full-page OCR",
+        "blue: accuracy kept (no field lost vs its reference), grey: a field lost, "
+        "red: full-page OCR",
         fill="grey",
         font=small,
     )

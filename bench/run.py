@@ -33,44 +33,34 @@ from typing import Any
 
 from bench import tasks
 from bench.plot import Bar, draw
-from bench.variants import CACHE, ENGINES, ROOT, Variant
+from bench.variants import CACHE, ENGINES, ROOT, Variant, openvino_installed
 
 RESULTS = CACHE / "results.json"
 BEGIN = "<!-- BEGIN GENERATED: python -m bench.run rewrites everything down to END -->"
 END = "<!-- END GENERATED -->"
 SPEED_STAGES = tasks.STAGES
 
-# End-to-end variants, each in a process of its own. "base" runs first and again last ("base2")
-# to show how much the machine's load moved the figures in between.
+# End-to-end variants, each in a process of its own. "base" (the product as shipped) runs first
+# and again last ("base2") to show how much the machine's load moved the figures in between.
+# Variants of the small model alone are compared with "small" (the engine shipped before the
+# cascade), the others with "base".
 VARIANTS: list[Variant] = [
     Variant("base"),
+    Variant("small", engine="small"),
     Variant("shipped-auto", fallback="auto"),
-    Variant("ecc-half", patch="ecc-half"),
+    Variant("full-search", patch="full-search"),
     Variant("ecc-off", patch="ecc-off"),
-    Variant("int8-dyn-matmul", engine="int8-dyn-matmul"),
-    Variant("int8-static", engine="int8-static"),
-    Variant("v4", engine="v4"),
-    Variant("tiny", engine="tiny"),
-    Variant("routed-tiny", engine="routed-tiny"),
-    Variant("cascade-tiny", engine="cascade-tiny"),
-    Variant("ov", engine="ov"),
-    Variant("ov+ecc-half", engine="ov", patch="ecc-half"),
-    Variant("cascade+ecc-half", engine="cascade-tiny", patch="ecc-half"),
-    Variant("work-1000", patch="work-1000"),
     Variant("work-800", patch="work-800"),
-    Variant("ecc-half+work-800", patch="ecc-half+work-800"),
-    Variant("cascade-0.8", engine="cascade-tiny-0.8"),
-    Variant("cascade-ov", engine="cascade-tiny-ov"),
-    Variant("cascade+work-800", engine="cascade-tiny", patch="work-800"),
-    Variant("cascade+ecc-half+work-800", engine="cascade-tiny", patch="ecc-half+work-800"),
-    Variant("routed-cascade", engine="routed-cascade"),
-    Variant("routed-cascade-ov", engine="routed-cascade-ov"),
-    Variant("best", engine="routed-cascade-ov", patch="ecc-half"),
+    Variant("tiny", engine="tiny"),
+    Variant("int8-dyn-matmul", engine="int8-dyn-matmul", versus="small"),
+    Variant("ov", engine="ov", versus="small"),
+    Variant("cascade-ov", engine="cascade-ov"),
     Variant("base2"),
 ]
-PAIRED_ALSO = "best"  # the variant timed beside the shipped path and full-page OCR
-STAGE_PLOT = ("base", "ecc-half", "cascade-tiny", "cascade-ov", "ov+ecc-half", "best")
-QUICK_VARIANTS = {"base", "ecc-half", "base2"}
+# the variants timed beside the shipped path and full-page OCR, in the same process
+PAIRED_ALSO = ("small", "cascade-ov") if openvino_installed() else ("small",)
+STAGE_PLOT = ("small", "base", "full-search", "work-800", "cascade-ov")
+QUICK_VARIANTS = {"base", "small", "cascade-ov", "base2"}
 
 
 def _docs(fixtures: Path, levels: list[str], per_level: int | None) -> list[Path]:
@@ -166,9 +156,9 @@ def _measure_fixed(
     models: dict[str, str] = calibration["models"]
 
     _log(f"ROI path and full-page OCR side by side on {len(docs)} pages")
-    also = next(v for v in VARIANTS if v.key == PAIRED_ALSO)
+    also = [asdict(v) for v in VARIANTS if v.key in PAIRED_ALSO]
     results["paired"] = _in_fresh_process(
-        tasks.paired_task, {"docs": docs, "models": models, "also": asdict(also)}
+        tasks.paired_task, {"docs": docs, "models": models, "also": also}
     )
     _log("peak RSS of a full-page OCR process")
     results["fullpage_rss"] = _in_fresh_process(tasks.fullpage_rss_task, {"docs": docs[:3]})
@@ -270,20 +260,18 @@ def render(results: dict[str, Any], out: Path) -> None:
     add("")
     add("### ROI-first against full-page OCR, side by side")
     add("")
-    also = paired.get("also") or []
+    by_key = {v["variant"]["key"]: v for v in variants if "records" in v}
     paths: list[tuple[str, list[dict[str, Any]], dict[str, Any] | None]] = [
         ("ROI as shipped", roi, base)
     ]
-    if also:
-        also_variant = next(
-            (v for v in variants if v["variant"]["key"] == PAIRED_ALSO and "records" in v), None
-        )
-        paths.append((f"ROI `{PAIRED_ALSO}`", also, also_variant))
+    also = paired.get("also") or []
+    for a in also:
+        paths.append((f"ROI `{a['key']}`", a["records"], by_key.get(a["key"])))
     add(
-        "One process, the pages in turn: the ROI path as shipped (PP-OCRv6 small rec on ONNX "
-        "Runtime, full-page fallback off)"
-        + (f", the ROI path `{PAIRED_ALSO}` ({paired['also_label']})" if also else "")
-        + ", then RapidOCR full-page det + cls + rec of the same page "
+        "One process, the pages in turn: the ROI path as shipped (engine "
+        f"`{paired['roi_engine']}`, the shipped registration, full-page fallback off), "
+        + "".join(f"the ROI path `{a['key']}` ({a['label']}), " for a in also)
+        + "then RapidOCR full-page det + cls + rec of the same page "
         f"(load {_load(paired['load'])})."
     )
     add("")
@@ -372,43 +360,48 @@ def render(results: dict[str, Any], out: Path) -> None:
     add(
         "Each in a fresh process: time per page on the pages above, fields right from `evaluate` "
         f"on {', '.join(results['accuracy_levels'])} (the speed levels, and the rest scored for "
-        "accuracy only). `base` runs first and again last (`base2`): the difference between "
-        "the two is the noise the machine's load puts on these figures."
+        "accuracy only). `base` is the product as shipped; it runs first and again last "
+        "(`base2`): the difference between the two is the noise the machine's load puts on "
+        "these figures. Each variant is compared with `base`, or, for variants of the small "
+        "model alone, with `small` (column *vs*)."
     )
     add("")
     add(
-        "| variant | CPU ms/page mean (median) | pages/s/core | vs base "
+        "| variant | CPU ms/page mean (median) | pages/s/core | vs | speed vs it "
         f"| register / recognize CPU ms | right on {'+'.join(levels)} | right on all scored "
-        "| wrong+valid | newly wrong / fixed vs base | kept | load 1-min start→end |"
+        "| wrong+valid | newly wrong / fixed vs it | kept | peak RSS | load 1-min start→end |"
     )
-    add("|---|---:|---:|---:|---:|---:|---:|---:|---:|:-:|---:|")
-    base_mean = _mean([r["cpu_ms"] for r in base["records"]]) if base else 0.0
-    base_acc = _acc(base["accuracy"]) if base else (0, 0, 0)
-    base_misses = _miss_keys(base) if base else set()
+    add("|---|---:|---:|:-:|---:|---:|---:|---:|---:|---:|:-:|---:|---:|")
     bars = [Bar("full-page OCR (RapidOCR)", _pps(_mean(full_cpu)), "full")]
     stages: list[tuple[str, dict[str, float]]] = []
     for v in results["variants"]:
         key = v["variant"]["key"]
         if "error" in v:
-            add(f"| `{key}` {v['label']} | failed: {v['error'][:120]} | | | | | | | | | |")
+            add(f"| `{key}` {v['label']} | failed: {v['error'][:120]} |" + " |" * 11)
             continue
+        versus = v["variant"].get("versus", "base")
+        ref = by_key.get(versus) if versus != key else None
+        ref = ref if ref is not None else v
         cpu = [r["cpu_ms"] for r in v["records"]]
         exact, fields, wrong_valid = _acc(v["accuracy"], levels)
         a_exact, a_fields, a_wrong = _acc(v["accuracy"])
-        misses = _miss_keys(v)
-        newly, fixed = len(misses - base_misses), len(base_misses - misses)
-        kept = newly == 0 and a_wrong <= base_acc[2]
+        misses, ref_misses = _miss_keys(v), _miss_keys(ref)
+        newly, fixed = len(misses - ref_misses), len(ref_misses - misses)
+        kept = newly == 0 and a_wrong <= _acc(ref["accuracy"])[2]
+        ref_mean = _mean([r["cpu_ms"] for r in ref["records"]])
         extra = ""
         if "cascade" in v:
             c = v["cascade"]
-            extra = f" ({100 * c['retried'] / max(1, c['crops']):.0f}% of crops re-read)"
+            extra = (
+                f" ({100 * c['retried'] / max(1, c['crops']):.0f}% of allowlisted crops re-read)"
+            )
         add(
             f"| `{key}` {v['label']}{extra} | {_mean(cpu):.0f} ({_median(cpu):.0f}) | "
-            f"{_pps(_mean(cpu)):.2f} | {base_mean / _mean(cpu):.2f}x | "
+            f"{_pps(_mean(cpu)):.2f} | `{ref['variant']['key']}` | {ref_mean / _mean(cpu):.2f}x | "
             f"{_median([r['stage_cpu']['register'] for r in v['records']]):.0f} / "
             f"{_median([r['stage_cpu']['recognize'] for r in v['records']]):.0f} | "
             f"{exact}/{fields} | {a_exact}/{a_fields} | {wrong_valid}/{a_wrong} | "
-            f"{newly} / {fixed} | {'yes' if kept else 'no'} | "
+            f"{newly} / {fixed} | {'yes' if kept else 'no'} | {v['rss_mb']:.0f} MB | "
             f"{v['load'][0][0]:.1f}→{v['load'][1][0]:.1f} |"
         )
         if key != "base2":
@@ -417,13 +410,19 @@ def render(results: dict[str, Any], out: Path) -> None:
             stages.append(
                 (key, {s: _mean([r["stage_cpu"][s] for r in v["records"]]) for s in SPEED_STAGES})
             )
+    stages.sort(key=lambda item: STAGE_PLOT.index(item[0]))
     add("")
     add(
         "`wrong+valid` is speed levels / all scored levels: wrong values that pass validation, the "
         "number that must not grow. `newly wrong / fixed`: fields (document and field) this "
-        "variant gets wrong that `base` gets right, and the reverse. A variant *keeps accuracy* "
-        "(`kept`) when it gets no field wrong that `base` gets right and has no more wrong+valid."
+        "variant gets wrong that the variant it is compared with gets right, and the reverse. A "
+        "variant *keeps accuracy* (`kept`) when it gets no field wrong that the other gets right "
+        "and has no more wrong+valid. Peak RSS: the variant's worker process after every scored "
+        "page."
     )
+    if base:
+        add("")
+        add(f"`base` engine, as built by `ppocr_engine(threads=1)`: `{base.get('engine', '?')}`.")
     if base:
         misses = {
             lvl: t["misses"] for lvl, t in base["accuracy"]["by_level"].items() if t["misses"]
@@ -448,7 +447,7 @@ def render(results: dict[str, Any], out: Path) -> None:
             f"The crops of the {comp['pages']} pages as the pipeline cuts them "
             f"({comp['crops_per_page']:.0f} crops, {comp['columns_per_page']:.0f} input columns at "
             "height 48 per page), recognised page by page; `reads differ` counts crops whose text "
-            "differs from the shipped engine's (before normalisation, so ￥/¥ or a dropped ⊗ count "
+            "differs from the small model's (before normalisation, so ￥/¥ or a dropped ⊗ count "
             f"too). Load {_load(comp['load'])}."
         )
         add("")
@@ -458,7 +457,11 @@ def render(results: dict[str, Any], out: Path) -> None:
             if "error" in r:
                 add(f"| `{r['key']}` {r['label']} | failed: {r['error'][:100]} | | | |")
                 continue
-            retried = f" ({100 * r['retried']:.0f}% re-read)" if "retried" in r else ""
+            retried = (
+                f" ({100 * r['retried']:.0f}% of allowlisted crops re-read)"
+                if "retried" in r
+                else ""
+            )
             add(
                 f"| `{r['key']}` {r['label']}{retried} | {r['cpu_ms']:.1f} | {r['wall_ms']:.1f} | "
                 f"{r['differ']}/{r['crops']} | {r['load'][0]:.1f} |"

