@@ -42,6 +42,14 @@ class TextLine:
         )
 
 
+DET_MAX_SIDE = 1600
+"""Long side, in px, of the page text detection runs on. Measured on 8 medium and heavy fixture
+pages against RapidOCR's default (shortest side >= 736, i.e. a 200-dpi page unscaled): as many
+lines found, 1.82 instead of 2.17 s of one core per page, peak RSS 679 instead of 886 MB, and
+every field of ``roi eval fixtures`` the same. 1280 was cheaper still (1.57 s, 578 MB) but split
+lines differently and let two names read by the fallback through wrong."""
+
+
 class FullPageOCR:
     """RapidOCR over a whole page; loaded once per process (see :func:`get_fullpage_ocr`)."""
 
@@ -53,6 +61,10 @@ class FullPageOCR:
         params: dict[str, object] = {
             "Global.log_level": "error",
             "EngineConfig.onnxruntime.intra_op_num_threads": threads or -1,
+            # detection on the page shrunk to DET_MAX_SIDE (lines are then read from the
+            # full-resolution page): RapidOCR's default keeps a 200-dpi page whole
+            "Det.limit_type": "max",
+            "Det.limit_side_len": DET_MAX_SIDE,
         }
         if provider == "cuda":
             params["EngineConfig.onnxruntime.use_cuda"] = True

@@ -220,6 +220,8 @@ def test_sum_rule_with_three_terms() -> None:
         ("IBM", True),
         ("Apple Inc", True),
         ("北京3M中国有限公司", True),
+        ("上海旭华宝环保科技股份有限公司旭91310101MA9HPTT84C", False),  # a tax id glued on
+        ("深圳市ABC123456789012科技有限公司", True),
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

@@ -19,6 +19,7 @@ _MONEY = re.compile(r"-?[0-9]+\.[0-9]{2}")
 _DIGITS = re.compile(r"[0-9]+")
 _ISO_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _IDENTIFIER = re.compile(r"(?=(?:[A-Z]*[0-9]){4})[0-9A-Z]{8,}")
+_GLUED_ID = re.compile(r".*[^0-9A-Z](?=(?:[A-Z]*[0-9]){6})[0-9A-Z]{15,}")
 
 
 @dataclass(frozen=True)
@@ -44,9 +45,12 @@ def _code_errors(value: str) -> list[str]:
 
 def _text_errors(value: str) -> list[str]:
     """Free text (a name) that is one run of digits and capitals is an identifier read in the
-    wrong box (a tax id printed just below a name), not a name."""
+    wrong box (a tax id printed just below a name), not a name; one that ends in such a run of
+    15 or more has a tax id glued on (two printed lines read as one)."""
     if _IDENTIFIER.fullmatch(value):
         return [f"{value!r} looks like an identifier, not text"]
+    if _GLUED_ID.fullmatch(value):
+        return [f"{value!r} ends with what looks like an identifier"]
     return []
 
 
