@@ -6,9 +6,9 @@ small model), and read again by PP-OCRv6 *small* (the ``rapidocr`` wheel's) when
 of the tiny read is below ``min_char`` confidence or it read nothing. Free-text fields (names)
 go straight to the small model: tiny misreads too many rare characters to be worth trying.
 
-Measured (docs/benchmarks.md): recognition 145 -> 74 ms of one core per page, with the same
-fields right and wrong on every scored fixture page. On a GPU the small model alone is cheap
-enough, so the cascade is only built for the CPU provider.
+Measured (docs/benchmarks.md): recognition 153 -> 96 ms of one core per page, 1.28x end to
+end, with the same fields right and wrong on every scored fixture page. On a GPU the small model
+alone is cheap enough, so the cascade is only built for the CPU provider.
 """
 
 from __future__ import annotations
