@@ -26,7 +26,6 @@ from extractor.crops import Crop, crop_fields
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.errors import TemplateError
 from extractor.fallback import (
-    MIN_LABEL_SCORE,
     LabelAlignment,
     ReferenceLabels,
     align_by_labels,
@@ -198,7 +197,7 @@ class Extractor:
                     c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
                 }
             best = max(by_labels, key=lambda name: by_labels[name].score)
-            if by_labels[best].homography is None or by_labels[best].score < MIN_LABEL_SCORE:
+            if by_labels[best].homography is None:
                 return _unmatched(page, None, alignment, timings, scores)
             chosen, alignment = alignments[best]
         keep = page.image if mode != "never" else None
