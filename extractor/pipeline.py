@@ -48,7 +48,7 @@ Registration = Literal["frame", "labels", "text_layer"]
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
-_DIGIT_RUN = re.compile(r"[^0-9]")  # what is not a digit, dropped to compare digit sequences
+_NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 
 
 @contextmanager
@@ -368,7 +368,7 @@ def _restore_points(template: Template, fields: dict[str, FieldResult]) -> None:
                 or field.value is None
                 or field.value == implied
                 or any(point in field.raw for point in ".．。·")
-                or _DIGIT_RUN.sub("", field.raw) != _DIGIT_RUN.sub("", implied)
+                or _NOT_DIGIT.sub("", field.raw) != _NOT_DIGIT.sub("", implied)
             ):
                 continue
             field.value = values[name] = implied
