@@ -5,9 +5,10 @@ Its outline (a quadrilateral, whatever the scale, rotation or perspective) gives
 homography, tried in all four 90-degree turns; the turn whose ruled lines best overlay the
 reference's wins (the search stops at the first sure one), and ECC on the line maps refines it
 to sub-pixel. When no outline is sure, the best one's sides are refitted to the frame's outer
-edge, so that ink touching the frame from outside (a faded seal) does not bend it. The match score is the F1
-of the reference's ruling found on the page and the page's ruling found on the reference, with
-half a millimetre of tolerance, so it lies in [0, 1] and means the same on every template.
+edge, so that ink touching the frame from outside (a faded seal) does not bend it. The match
+score is the F1 of the reference's ruling found on the page and the page's ruling found on the
+reference, with half a millimetre of tolerance, so it lies in [0, 1] and means the same on every
+template.
 """
 
 from __future__ import annotations
