@@ -242,3 +242,23 @@ def test_implied_values_of_the_sum_and_same_rules(vat: Template) -> None:
     assert implied_values(words_rule, values) == {"total_in_words": "598524.00"}
     # a term is never implied negative or from a missing value
     assert implied_values(total_rule, {"amount": "9000.00", "tax": None, "total": "10.00"}) == {}
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("称：宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),  # the label's end
+        ("名称:宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),
+        ("：宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),
+        ("称宁波业恒人力资源服务有限公司", "称宁波业恒人力资源服务有限公司"),  # no colon: kept
+    ],
+)
+def test_the_end_of_a_printed_label_is_not_part_of_the_value(
+    vat: Template, raw: str, value: str
+) -> None:
+    check = check_value(vat.field("buyer_name"), raw)
+    assert check.value == value
+
+
+def test_a_value_that_is_only_its_label_is_empty(vat: Template) -> None:
+    assert check_value(vat.field("buyer_name"), "名称：").errors == ["empty"]

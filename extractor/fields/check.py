@@ -88,7 +88,7 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     An unknown ``spec.normalizer`` is a template error and raises ``ValueError``.
     """
     normalize = get_normalizer(spec.normalizer, spec.kind)
-    text = raw.strip()
+    text = _without_label_tail(raw.strip(), spec.label)
     if not text:
         return FieldCheck(None, ["empty"] if spec.required else [])
     try:
@@ -99,6 +99,16 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
     return FieldCheck(value, errors)
+
+
+def _without_label_tail(text: str, label: str | None) -> str:
+    """The text without the end of the field's printed label and its colon in front ('称：'
+    from 名称 printed just left of the box, a lone '：'): a value never starts with a colon."""
+    for tail in [label[i:] for i in range(len(label))] if label else []:
+        for colon in ":：":
+            if text.startswith(tail + colon):
+                return text[len(tail) + 1 :].strip()
+    return text[1:].strip() if text[:1] in ":：" else text
 
 
 def _as_decimal(value: str | None) -> Decimal | None:
