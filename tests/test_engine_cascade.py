@@ -113,3 +113,14 @@ def test_the_cpu_default_is_the_cascade(monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.setenv("ROI_PPOCR_CASCADE", "0")
     assert isinstance(ppocr_engine(threads=1), PPOCRRecognizer)
     assert isinstance(ppocr_engine(threads=1, cascade=True), CascadeRecognizer)
+
+
+def test_tiny_can_read_every_character_a_template_allows(tiny: PPOCRRecognizer) -> None:
+    """The cascade trusts tiny on allowlisted fields: a character allowed there but missing from
+    tiny's list could only ever be read as another one."""
+    known = set(tiny.characters)
+    for template in TemplateStore().all():
+        for spec in template.fields:
+            allowed = resolve_allowlist(spec.allowlist, spec.kind)
+            if allowed is not None:
+                assert set(allowed) <= known, (template.name, spec.name, set(allowed) - known)
