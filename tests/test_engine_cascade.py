@@ -24,6 +24,7 @@ class Counting:
 
     def __init__(self, engine: Recognizer) -> None:
         self.engine, self.name, self.seen = engine, engine.name, 0
+        self.characters = getattr(engine, "characters", None)
 
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
@@ -124,3 +125,15 @@ def test_tiny_can_read_every_character_a_template_allows(tiny: PPOCRRecognizer) 
             allowed = resolve_allowlist(spec.allowlist, spec.kind)
             if allowed is not None:
                 assert set(allowed) <= known, (template.name, spec.name, set(allowed) - known)
+
+
+def test_an_allowlist_tiny_cannot_read_goes_to_small(
+    small: PPOCRRecognizer, tiny: PPOCRRecognizer
+) -> None:
+    images, _, fields, _ = page_crops("clean/vat_invoice_0001.jpg")
+    crop = images[fields.index("invoice_number")]
+    missing = next(ch for ch in small.characters[1:] if ch not in set(tiny.characters))
+    fast, full = Counting(tiny), Counting(small)
+    cascade = CascadeRecognizer(fast, full)
+    cascade.recognize([crop, crop], ["0123456789", "0123456789" + missing])
+    assert (fast.seen, full.seen) == (1, 1)

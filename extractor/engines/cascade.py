@@ -32,7 +32,11 @@ re-read; at 0.9 a 20-digit check code misread with 0.916 got through, at 0.8 a s
 
 
 class CascadeRecognizer:
-    """``fast`` reads allowlisted crops; ``full`` re-reads the doubtful ones and reads the rest."""
+    """``fast`` reads allowlisted crops; ``full`` re-reads the doubtful ones and reads the rest.
+
+    A crop whose allowlist holds a character ``fast`` does not know (its ``characters``, when it
+    has them) goes to ``full`` only: ``fast`` could never read that character right.
+    """
 
     name = "ppocr"
 
@@ -40,6 +44,18 @@ class CascadeRecognizer:
         self, fast: Recognizer, full: Recognizer, min_char: float = MIN_CHAR_CONFIDENCE
     ) -> None:
         self.fast, self.full, self.min_char = fast, full, min_char
+        known = getattr(fast, "characters", None)
+        self._known = frozenset(known) if known else None
+        self._fits: dict[str, bool] = {}
+
+    def _for_fast(self, allowed: str | None) -> bool:
+        if allowed is None:
+            return False
+        if self._known is None:
+            return True
+        if allowed not in self._fits:
+            self._fits[allowed] = set(allowed) <= self._known
+        return self._fits[allowed]
 
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
@@ -47,7 +63,7 @@ class CascadeRecognizer:
         if len(crops) != len(allowlists):
             raise ValueError("crops and allowlists differ in length")
         out: list[Recognition | None] = [None] * len(crops)
-        first = [i for i, allowed in enumerate(allowlists) if allowed is not None]
+        first = [i for i, allowed in enumerate(allowlists) if self._for_fast(allowed)]
         if first:
             reads = self.fast.recognize([crops[i] for i in first], [allowlists[i] for i in first])
             for i, read in zip(first, reads, strict=True):
