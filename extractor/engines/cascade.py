@@ -9,9 +9,9 @@ go straight to the small model: tiny's character list has 6,904 entries against 
 possibly with confidence. (On the fixtures' 100 name crops, tiny at 0.95 would have kept 53%,
 all read as small reads them; but the synthetic names use common characters, real ones don't.)
 
-Measured (docs/benchmarks.md): recognition 153 -> 96 ms of one core per page, 1.28x end to
-end, with the same fields right and wrong on every scored fixture page. On a GPU the small model
-alone is cheap enough, so the cascade is only built for the CPU provider.
+Measured (docs/benchmarks.md, 08:08 run): recognition 141 -> 88 ms of one core per page, 1.28x
+end to end, with the same fields right and wrong on every scored fixture page. On a GPU the
+small model alone is cheap enough, so the cascade is only built for the CPU provider.
 """
 
 from __future__ import annotations
