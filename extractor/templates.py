@@ -28,6 +28,7 @@ class FieldKind(StrEnum):
     """What a field holds; picks the default normaliser, validator and allowlist."""
 
     text = "text"
+    name = "name"  # a company's or a person's name: free text, but never a bare identifier
     code = "code"  # digits of a fixed length (invoice code, number, check code)
     amount = "amount"  # money in figures: ¥1,234.56 -> "1234.56"
     amount_words = "amount_words"  # money in Chinese capitals -> "1234.56"

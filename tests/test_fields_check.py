@@ -216,6 +216,8 @@ def test_sum_rule_with_three_terms() -> None:
         ("10106MAX70GFJ87", False),  # a tax id read in the name's box
         ("91410105MAWXG6R86B", False),
         ("12345678", False),
+        ("1243016", False),  # too short for an id, but no letter: not a name
+        ("（）", False),
         ("郑州辰盛润禾物业管理有限责任公司", True),
         ("IBM", True),
         ("Apple Inc", True),
@@ -262,3 +264,8 @@ def test_the_end_of_a_printed_label_is_not_part_of_the_value(
 
 def test_a_value_that_is_only_its_label_is_empty(vat: Template) -> None:
     assert check_value(vat.field("buyer_name"), "名称：").errors == ["empty"]
+
+
+@pytest.mark.parametrize("raw", ["12345678", "ABC12345", "（）"])
+def test_plain_text_takes_anything(raw: str) -> None:
+    assert check_value(_spec(kind="text"), raw).ok

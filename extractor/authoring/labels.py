@@ -33,6 +33,7 @@ _CODE = FieldKind.code
 _DATE = FieldKind.date
 _AMOUNT = FieldKind.amount
 _TEXT = FieldKind.text
+_NAME = FieldKind.name
 _TAX = FieldKind.tax_id
 _WORDS = FieldKind.amount_words
 
@@ -46,9 +47,9 @@ KNOWN_LABELS: dict[str, LabelInfo] = {
     "№": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
     "开票日期": LabelInfo(("issue_date",), _DATE, "date"),
     "校验码": LabelInfo(("check_code",), _CODE, "digits", r"^\d{20}$"),
-    "名称": LabelInfo(("buyer_name", "seller_name"), _TEXT),
-    "购买方名称": LabelInfo(("buyer_name",), _TEXT),
-    "销售方名称": LabelInfo(("seller_name",), _TEXT),
+    "名称": LabelInfo(("buyer_name", "seller_name"), _NAME),
+    "购买方名称": LabelInfo(("buyer_name",), _NAME),
+    "销售方名称": LabelInfo(("seller_name",), _NAME),
     "纳税人识别号": LabelInfo(("buyer_tax_id", "seller_tax_id"), _TAX, "tax_id"),
     "统一社会信用代码/纳税人识别号": LabelInfo(("buyer_tax_id", "seller_tax_id"), _TAX, "tax_id"),
     "合计": LabelInfo(("amount", "tax"), _AMOUNT, "amount", per_row=True),
@@ -133,7 +134,7 @@ def value_shape(text: str) -> FieldKind:
 def fits(kind: FieldKind, text: str) -> bool:
     """Whether ``text`` could be a value of ``kind`` (text takes anything that is not a label)."""
     shape = value_shape(text)
-    if kind is FieldKind.text:
+    if kind in (FieldKind.text, FieldKind.name):
         return shape in (FieldKind.text, FieldKind.amount_words) and match_label(text) is None
     if kind is FieldKind.code:
         return shape is FieldKind.code or (

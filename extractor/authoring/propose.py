@@ -38,7 +38,12 @@ SLACK_Y_MM = 0.8
 SLACK_X_MM = 3.0
 NEIGHBOUR_MM = 3.5
 """Boxes keep this far from other text on their row (the crop margin, 2.5 mm, and some)."""
-GROW_MM = {FieldKind.text: 60.0, FieldKind.tax_id: 12.0, FieldKind.amount_words: 50.0}
+GROW_MM = {
+    FieldKind.text: 60.0,
+    FieldKind.name: 60.0,
+    FieldKind.tax_id: 12.0,
+    FieldKind.amount_words: 50.0,
+}
 """How far a value's box may grow to the right (longer values on other documents)."""
 GROW_BOTH_SHARE = 0.3  # codes, dates, amounts grow this share of their width on both sides
 MAX_GROW_MM = 25.0
@@ -311,7 +316,7 @@ def _find_values(
             break
         if fits(info.kind, line.text):
             found.append((line, "right of the label"))
-        elif not info.per_row and info.kind is FieldKind.text:
+        elif not info.per_row and info.kind in (FieldKind.text, FieldKind.name):
             break
     if not found:
         for line in _below(label, lines):

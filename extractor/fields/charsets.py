@@ -36,6 +36,7 @@ _KIND_DEFAULT: Mapping[FieldKind, str | None] = MappingProxyType(
         FieldKind.tax_id: "tax_id",
         FieldKind.amount_words: "amount_words",
         FieldKind.text: None,
+        FieldKind.name: None,
     }
 )
 

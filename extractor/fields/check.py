@@ -43,10 +43,12 @@ def _code_errors(value: str) -> list[str]:
     return [] if _DIGITS.fullmatch(value) else [f"{value!r} is not all digits"]
 
 
-def _text_errors(value: str) -> list[str]:
-    """Free text (a name) that is one run of digits and capitals is an identifier read in the
-    wrong box (a tax id printed just below a name), not a name; one that ends in such a run of
-    15 or more has a tax id glued on (two printed lines read as one)."""
+def _name_errors(value: str) -> list[str]:
+    """A name that is one run of digits and capitals is an identifier read in the wrong box (a
+    tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
+    glued on (two printed lines read as one); one with no letter at all is not a name."""
+    if not any(ch.isalpha() for ch in value):
+        return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
         return [f"{value!r} looks like an identifier, not text"]
     if _GLUED_ID.fullmatch(value):
@@ -68,7 +70,8 @@ Validator = Callable[[str], list[str]]
 
 VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
     {
-        FieldKind.text: _text_errors,
+        FieldKind.text: lambda value: [],
+        FieldKind.name: _name_errors,
         FieldKind.code: _code_errors,
         FieldKind.amount: _money_errors,
         FieldKind.amount_words: _money_errors,

@@ -155,6 +155,7 @@ NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
 DEFAULT_NORMALIZER: Mapping[FieldKind, str] = MappingProxyType(
     {
         FieldKind.text: "text",
+        FieldKind.name: "text",
         FieldKind.code: "digits",
         FieldKind.amount: "amount",
         FieldKind.amount_words: "amount_words",
