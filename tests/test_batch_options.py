@@ -8,27 +8,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_batch import FIXTURES, roi_batch
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("ROI_BATCH_FIXTURES") or ROOT / "fixtures")
 CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0038.jpg"
-
-
-def roi_batch(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "extractor.cli", "batch", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
 
 
 @pytest.fixture(scope="module")

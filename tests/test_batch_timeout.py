@@ -9,31 +9,17 @@ fills the whole page tens of thousands of times. Rendering it at 200 dpi takes a
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pymupdf
 import pytest
+from test_batch import FIXTURES, roi_batch
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(os.environ.get("ROI_BATCH_FIXTURES") or ROOT / "fixtures")
 SCANS = ["clean/vat_invoice_0001.jpg", "clean/vat_invoice_0002.jpg"]
 FILLS = 60_000  # full-page fills; MuPDF paints each one (~0.13 ms each at 200 dpi here)
-
-
-def roi_batch(*args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "extractor.cli", "batch", *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        cwd=ROOT,
-    )
 
 
 def make_slow_pdf(path: Path, fills: int = FILLS) -> None:
