@@ -33,7 +33,13 @@ from extractor.fallback import (
     lines_in_box,
     norm,
 )
-from extractor.fields import check_rules, check_value, implied_values, resolve_allowlist
+from extractor.fields import (
+    check_rules,
+    check_value,
+    implied_values,
+    resolve_allowlist,
+    value_start,
+)
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
@@ -335,9 +341,9 @@ class Extractor:
             errors.append(f"low recognition confidence {confidence:.2f}")
         elif (
             len(read.char_confidences) == len(raw)
-            and min(read.char_confidences, default=1) < MIN_CHAR_CONFIDENCE
+            and min(read.char_confidences[value_start(raw) :], default=1) < MIN_CHAR_CONFIDENCE
         ):
-            weakest = min(range(len(raw)), key=lambda i: read.char_confidences[i])
+            weakest = min(range(value_start(raw), len(raw)), key=lambda i: read.char_confidences[i])
             errors.append(
                 f"uncertain character {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"

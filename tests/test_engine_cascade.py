@@ -83,6 +83,22 @@ def test_names_skip_the_tiny_model(small: PPOCRRecognizer, tiny: PPOCRRecognizer
     assert read == small.recognize([name], [None])[0]
 
 
+def test_a_doubtful_currency_sign_alone_is_not_read_again(
+    small: PPOCRRecognizer, tiny: PPOCRRecognizer
+) -> None:
+    """Tiny is seldom sure of the ¥ before an amount, which normalisation drops anyway: an amount
+    whose digits it is sure of is kept, not read again by the small model."""
+    images, allowlists, fields, expected = page_crops("clean/vat_invoice_0001.jpg")
+    i = fields.index("amount")
+    (first,) = tiny.recognize([images[i]], [allowlists[i]])
+    assert first.text.startswith("¥")
+    assert first.char_confidences[0] < MIN_CHAR_CONFIDENCE <= min(first.char_confidences[1:])
+    fast, full = Counting(tiny), Counting(small)
+    (read,) = CascadeRecognizer(fast, full).recognize([images[i]], [allowlists[i]])
+    assert (fast.seen, full.seen) == (1, 0)
+    assert read.text == first.text and read.text[1:] == expected["amount"]
+
+
 def test_unsure_tiny_reads_are_read_again(small: PPOCRRecognizer, tiny: PPOCRRecognizer) -> None:
     """On a blurred phone photo some tiny reads are unsure: exactly those (and the names) go to
     the small model, and its reads are what the cascade returns for them."""

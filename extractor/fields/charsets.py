@@ -16,6 +16,18 @@ USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
 
 AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负"
 
+LEADING_MARKS = "¥￥⊗"
+"""Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
+dropped by normalisation: how sure a recogniser is of one says nothing about the value."""
+
+
+def value_start(text: str) -> int:
+    """Index of the first character of ``text`` after its leading mark: 1 when it starts with
+    one, else 0. Only one: two marks (``￥¥``) are not how a value is printed, so the second
+    counts as part of the value and its doubt as doubt about the value."""
+    return 1 if text[:1] in tuple(LEADING_MARKS) else 0
+
+
 NAMED_CHARSETS: Mapping[str, str] = MappingProxyType(
     {
         "digits": DIGITS,
