@@ -77,9 +77,32 @@ class FullPageOCR:
                 params["EngineConfig.tensorrt.cache_dir"] = cache_dir
         try:
             self._engine = RapidOCR(params=params)
+            if provider == "cpu":
+                self._lean_detector(threads)
         except Exception as exc:
             raise EngineError(f"cannot start full-page OCR ({provider}): {exc}") from exc
         self.provider = provider
+
+    def _lean_detector(self, threads: int) -> None:
+        """Give RapidOCR's text detector a session with ONNX Runtime's *extended* graph
+        optimisations instead of *all*: the layout transforms that *all* adds hold larger
+        intermediate tensors. Measured on one thread with a 1600 x 928 input: peak RSS 329 instead
+        of 459 MB, 0.68 instead of 0.79 s of CPU. RapidOCR's configuration cannot carry a
+        session, so the loaded detector's one is replaced."""
+        import onnxruntime as ort
+
+        detector = self._engine._load_det_model()  # private: no public way to set options
+        options = ort.SessionOptions()
+        options.enable_cpu_mem_arena = False
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+        options.log_severity_level = 3
+        if threads:
+            options.intra_op_num_threads = threads
+        detector.session.session = ort.InferenceSession(
+            detector.session.session._model_path,
+            sess_options=options,
+            providers=["CPUExecutionProvider"],
+        )
 
     def __call__(self, image: np.ndarray) -> list[TextLine]:
         result = self._engine(image)

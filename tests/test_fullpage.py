@@ -1,0 +1,26 @@
+"""Full-page OCR (RapidOCR det + cls + rec) as the fallback runs it, on a real fixture page."""
+
+import json
+from pathlib import Path
+
+import cv2
+import onnxruntime as ort
+
+from extractor.fullpage import get_fullpage_ocr
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def test_reads_the_lines_of_a_scanned_page_with_a_lean_detector() -> None:
+    path = FIXTURES / "medium/vat_invoice_0027.jpg"
+    truth = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]
+    ocr = get_fullpage_ocr(threads=1)
+    lines = ocr(cv2.imread(str(path)))
+    texts = " ".join(line.text for line in lines)
+    for field in ("invoice_number", "buyer_tax_id", "seller_tax_id"):
+        assert truth["fields"][field] in texts, field
+    assert all(line.quad.shape == (4, 2) and 0 <= line.score <= 1 for line in lines)
+    # the detector's session holds smaller intermediates than RapidOCR's own (docs/benchmarks.md)
+    options = ocr._engine.text_det.session.session.get_session_options()
+    assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    assert not options.enable_cpu_mem_arena
