@@ -40,7 +40,7 @@ from extractor.fields import (
     resolve_allowlist,
     value_start,
 )
-from extractor.fullpage import TextLine, get_fullpage_ocr
+from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr
 from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
@@ -113,7 +113,12 @@ class Extractor:
         self.min_confidence = min_confidence
         self.fallback = fallback
         self.text_layer = text_layer
+        self._fullpage = _fullpage_device(engine_options)
         self._reference_labels: dict[tuple[str, Path | None], ReferenceLabels] = {}
+
+    def fullpage_ocr(self) -> FullPageOCR:
+        """The process's full-page OCR on this extractor's device (loaded on first use)."""
+        return get_fullpage_ocr(*self._fullpage)
 
     def extract(
         self,
@@ -198,7 +203,7 @@ class Extractor:
             if mode == "never":
                 return _unmatched(page, None, alignment, timings, scores)
             with _timed(timings, "fallback"):
-                lines = get_fullpage_ocr()(page.image)
+                lines = self.fullpage_ocr()(page.image)
                 by_labels = {
                     c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
                 }
@@ -277,7 +282,7 @@ class Extractor:
         template = prepared.template
         image = prepared.image
         assert image is not None
-        lines = prepared.lines if prepared.lines is not None else get_fullpage_ocr()(image)
+        lines = prepared.lines if prepared.lines is not None else self.fullpage_ocr()(image)
         reference = self.reference_labels(template)
         labels = align_by_labels(lines, reference)
         homography = (
@@ -320,7 +325,7 @@ class Extractor:
             image = cv2.imread(str(template.reference_image_path))
             if image is None:
                 raise TemplateError(f"template {template.name!r}: cannot read its reference image")
-            self._reference_labels[key] = ReferenceLabels(get_fullpage_ocr()(image))
+            self._reference_labels[key] = ReferenceLabels(self.fullpage_ocr()(image))
         return self._reference_labels[key]
 
     def _from_text(
@@ -357,6 +362,17 @@ class Extractor:
             box=_bounds(quad) if quad is not None else None,
             source="roi",
         )
+
+
+def _fullpage_device(engine_options: dict[str, object]) -> tuple[Provider, int]:
+    """(provider, threads) of the fallback's full-page OCR: where the recogniser runs (a GPU
+    worker's fallback stays on its GPU), on as many threads."""
+    provider = engine_options.get("provider", "cpu")
+    threads = engine_options.get("threads", 0)
+    return (
+        provider if provider in ("cuda", "tensorrt") else "cpu",  # type: ignore[return-value]
+        threads if isinstance(threads, int) else 0,
+    )
 
 
 def _restore_points(template: Template, fields: dict[str, FieldResult]) -> None:

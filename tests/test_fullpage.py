@@ -7,6 +7,7 @@ import cv2
 import onnxruntime as ort
 
 from extractor.fullpage import get_fullpage_ocr
+from extractor.pipeline import Extractor
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -24,3 +25,10 @@ def test_reads_the_lines_of_a_scanned_page_with_a_lean_detector() -> None:
     options = ocr._engine.text_det.session.session.get_session_options()
     assert options.graph_optimization_level == ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
     assert not options.enable_cpu_mem_arena
+
+
+def test_an_extractor_runs_its_fallback_where_its_recogniser_runs() -> None:
+    ocr = Extractor(threads=1).fullpage_ocr()
+    assert ocr is get_fullpage_ocr("cpu", 1) and ocr.provider == "cpu"
+    options = ocr._engine.text_det.session.session.get_session_options()
+    assert options.intra_op_num_threads == 1
