@@ -160,3 +160,18 @@ def test_a_decimal_point_lost_to_blur_is_restored(extractor: Extractor) -> None:
     assert "." not in total.raw
     assert total.value == truth(path)["pages"][0]["fields"]["total"] == "5985.24"
     assert total.valid and total.note == "decimal point restored from amount + tax = total"
+
+
+def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
+    extractor: Extractor,
+) -> None:
+    """Names have no check digit or rule: one doubtful character (below 0.8) flags the name,
+    and the fallback's full-page reading, when it is sure, replaces it."""
+    path = FIXTURES / "medium/vat_invoice_0027.jpg"
+    expected = truth(path)["pages"][0]["fields"]["buyer_name"]
+    roi_only = Extractor(engine=extractor.engine, fallback="never").extract(path, "vat_invoice")
+    name = roi_only.pages[0].fields["buyer_name"]
+    assert name.value != expected and not name.valid
+    assert any("uncertain character" in e for e in name.errors)
+    fixed = extractor.extract(path, "vat_invoice").pages[0].fields["buyer_name"]
+    assert (fixed.value, fixed.valid, fixed.source) == (expected, True, "fallback")
