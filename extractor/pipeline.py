@@ -36,8 +36,11 @@ from extractor.fallback import (
 from extractor.fields import (
     check_rules,
     check_value,
+    holding_rules,
     implied_values,
     resolve_allowlist,
+    rule_fields,
+    unconfirmed,
     value_start,
 )
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr
@@ -54,6 +57,7 @@ Registration = Literal["frame", "labels", "text_layer"]
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
+_DOUBT = ("low recognition confidence", "uncertain character")  # how the two doubts read
 MIN_NAME_CHAR_CONFIDENCE = 0.8
 """A name's bar for every character: no check digit, format or rule can catch a misread
 character in a name. Measured on 68 fresh synthetic pages (seeds outside the fixtures; 32 heavy,
@@ -349,13 +353,13 @@ class Extractor:
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         if raw and confidence < self.min_confidence:
-            errors.append(f"low recognition confidence {confidence:.2f}")
+            errors.append(f"{_DOUBT[0]} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
             read.char_confidences[value_start(raw) :], default=1
         ) < _char_bar(spec):
             weakest = min(range(value_start(raw), len(raw)), key=lambda i: read.char_confidences[i])
             errors.append(
-                f"uncertain character {raw[weakest]!r} at {weakest + 1} "
+                f"{_DOUBT[1]} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
         return FieldResult(
@@ -419,6 +423,32 @@ def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
         fields[name].valid = False
 
 
+def _require_confirmation(
+    template: Template, fields: dict[str, FieldResult], qr: str | None
+) -> None:
+    """Rules vouch for the fields they name, or withhold it.
+
+    A field flagged only for doubt (a weak character, low confidence) whose rule holds with its
+    value (``amount + tax = total`` to the cent, or the total in words stating the total) is
+    confirmed: two readings do not agree by chance. A field that only a rule could vouch for
+    (any number passes as an amount) is flagged when none of its rules could be checked, unless
+    the QR code states the same value."""
+    values = {name: f.value for name, f in fields.items()}
+    for rule in holding_rules(template, values):
+        for name in rule_fields(rule):
+            field = fields[name]
+            if not field.valid and all(e.startswith(_DOUBT) for e in field.errors):
+                field.errors, field.valid = [], True
+                field.note = f"confirmed by {_describe(rule)}"
+    flagged = {name for name, f in fields.items() if not f.valid}
+    stated = qr_values(template, qr) if qr else {}
+    for name, why in unconfirmed(template, values, flagged).items():
+        field = fields[name]
+        if field.value is not None and stated.get(name) != field.value:
+            field.errors.append(why)
+            field.valid = False
+
+
 def _cross_check_qr(template: Template, payload: str, fields: dict[str, FieldResult]) -> None:
     for name, stated in qr_values(template, payload).items():
         field = fields[name]
@@ -446,6 +476,7 @@ def _conclude(
     with _timed(prepared.timings, "validate"):
         _restore_points(template, fields)
         _apply_rules(template, fields)
+        _require_confirmation(template, fields, prepared.qr)
         if prepared.qr:
             _cross_check_qr(template, prepared.qr, fields)
     if registration is None:

@@ -23,7 +23,8 @@ class FieldResult(BaseModel):
     source: Source = "roi"
     note: str | None = Field(
         default=None,
-        description="How the value was mended, when it was (a restored decimal point).",
+        description="How the value was mended or vouched for, when it was (a restored decimal "
+        "point; a doubtful reading confirmed by a rule).",
     )
 
 

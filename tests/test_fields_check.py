@@ -1,6 +1,6 @@
 import pytest
 
-from extractor.fields import FieldCheck, check_rules, check_value
+from extractor.fields import FieldCheck, check_rules, check_value, holding_rules, unconfirmed
 from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template, TemplateStore
 
 
@@ -269,3 +269,35 @@ def test_a_value_that_is_only_its_label_is_empty(vat: Template) -> None:
 @pytest.mark.parametrize("raw", ["12345678", "ABC12345", "（）"])
 def test_plain_text_takes_anything(raw: str) -> None:
     assert check_value(_spec(kind="text"), raw).ok
+
+
+# -- what the rules vouch for -------------------------------------------------------------------
+
+VAT = TemplateStore().get("vat_invoice")
+AMOUNTS = {"amount": "4513.27", "tax": "586.73", "total": "5100.00", "total_in_words": "5100.00"}
+
+
+def test_holding_rules_need_every_value_and_a_number_for_a_sum() -> None:
+    assert len(holding_rules(VAT, AMOUNTS)) == 2
+    assert holding_rules(VAT, {**AMOUNTS, "tax": "68.3A"}) == [VAT.rules[1]]
+    assert holding_rules(VAT, {**AMOUNTS, "total_in_words": None}) == [VAT.rules[0]]
+    assert holding_rules(VAT, {**AMOUNTS, "amount": "453.27"}) == [VAT.rules[1]]
+
+
+def test_an_amount_no_rule_could_check_is_unconfirmed() -> None:
+    """A blurred photo: the amount lost a digit, the total and the words are unreadable. Any
+    number passes as an amount; only the sum could have caught it."""
+    values = {**AMOUNTS, "amount": "453.27", "total": None, "total_in_words": None}
+    why = unconfirmed(VAT, values, flagged={"total", "total_in_words"})
+    assert set(why) == {"amount", "tax"}
+    assert why["amount"] == "not cross-checked: total flagged"
+
+
+def test_a_rule_that_holds_with_a_flagged_value_still_vouches() -> None:
+    # the sum fails (the tax is misread), but the words state the total: both are confirmed
+    values = {**AMOUNTS, "tax": "586.78"}
+    assert unconfirmed(VAT, values, flagged={"amount", "tax", "total"}) == {}
+    assert unconfirmed(VAT, {**values, "total_in_words": "5100.01"}, {"tax"}) == {
+        "amount": "not cross-checked: tax flagged",
+        "total": "not cross-checked: tax flagged",
+    }

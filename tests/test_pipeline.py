@@ -9,8 +9,9 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.engines import get_engine
-from extractor.pipeline import Extractor
+from extractor.pipeline import Extractor, _require_confirmation
 from extractor.registration import register
+from extractor.result import FieldResult
 from extractor.templates import TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -175,3 +176,38 @@ def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
     assert any("uncertain character" in e for e in name.errors)
     fixed = extractor.extract(path, "vat_invoice").pages[0].fields["buyer_name"]
     assert (fixed.value, fixed.valid, fixed.source) == (expected, True, "fallback")
+
+
+def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
+    values = {"amount": "4513.27", "tax": "586.73", "total": "5100.00", "total_in_words": "5100.00"}
+    fields = {
+        name: FieldResult(value=value, raw=value, confidence=0.99, valid=True)
+        for name, value in values.items()
+    }
+    for name, (value, errors) in changes.items():
+        fields[name] = FieldResult(value=value, raw=value or "", confidence=0.5, valid=False)
+        fields[name].errors = errors
+    return fields
+
+
+def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
+    template = TemplateStore().get("vat_invoice")
+    fields = _amounts(tax=("586.73", ["uncertain character '3' at 7 (confidence 0.43)"]))
+    _require_confirmation(template, fields, None)
+    assert fields["tax"].valid and fields["tax"].note == "confirmed by amount + tax = total"
+    # a format error is not doubt: no rule mends it
+    fields = _amounts(total_in_words=("5100.00", ["unit 佰 has no digit before it"]))
+    _require_confirmation(template, fields, None)
+    assert not fields["total_in_words"].valid and fields["total"].valid
+
+
+def test_an_amount_only_the_qr_code_can_vouch_for() -> None:
+    template = TemplateStore().get("vat_invoice")
+    unreadable = {"total": (None, ["not found"]), "total_in_words": (None, ["not found"])}
+    fields = _amounts(**unreadable)
+    _require_confirmation(template, fields, None)
+    assert not fields["amount"].valid and not fields["tax"].valid
+    assert fields["amount"].errors == ["not cross-checked: total flagged"]
+    fields = _amounts(**unreadable)
+    _require_confirmation(template, fields, "01,04,1100,12345678,4513.27,20240512,,abcd")
+    assert fields["amount"].valid and not fields["tax"].valid

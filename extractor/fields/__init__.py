@@ -7,7 +7,15 @@ from extractor.fields.charsets import (
     resolve_allowlist,
     value_start,
 )
-from extractor.fields.check import FieldCheck, check_rules, check_value, implied_values
+from extractor.fields.check import (
+    FieldCheck,
+    check_rules,
+    check_value,
+    holding_rules,
+    implied_values,
+    rule_fields,
+    unconfirmed,
+)
 from extractor.fields.errors import FieldValueError
 from extractor.fields.normalize import (
     NORMALIZERS,
@@ -33,6 +41,7 @@ __all__ = [
     "check_rules",
     "check_value",
     "get_normalizer",
+    "holding_rules",
     "implied_values",
     "is_valid_uscc",
     "normalize_amount",
@@ -43,7 +52,9 @@ __all__ = [
     "normalize_text",
     "parse_amount_words",
     "resolve_allowlist",
+    "rule_fields",
     "tax_id_errors",
+    "unconfirmed",
     "uscc_check_char",
     "uscc_error",
     "value_start",

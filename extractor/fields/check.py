@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
@@ -161,7 +161,7 @@ def implied_values(rule: SumRule | SameRule, values: Mapping[str, str | None]) -
     """What each field a rule names must hold, given the other fields' values (those that are
     numbers): the sum of the terms for the total, the total less the other terms for a term
     (when positive), another field's value for a "same" rule."""
-    numbers = {name: _as_decimal(values.get(name)) for name in _rule_fields(rule)}
+    numbers = {name: _as_decimal(values.get(name)) for name in rule_fields(rule)}
     implied: dict[str, str] = {}
     if isinstance(rule, SumRule):
         terms = [numbers[t] for t in rule.terms]
@@ -182,7 +182,8 @@ def implied_values(rule: SumRule | SameRule, values: Mapping[str, str | None]) -
     return implied
 
 
-def _rule_fields(rule: SumRule | SameRule) -> list[str]:
+def rule_fields(rule: SumRule | SameRule) -> list[str]:
+    """The fields a rule names."""
     return [*rule.terms, rule.equals] if isinstance(rule, SumRule) else list(rule.fields)
 
 
@@ -199,6 +200,44 @@ def check_rules(template: Template, values: Mapping[str, str | None]) -> dict[st
         )
         if message is None:
             continue
-        for name in dict.fromkeys(_rule_fields(rule)):
+        for name in dict.fromkeys(rule_fields(rule)):
             errors.setdefault(name, []).append(message)
     return errors
+
+
+def unconfirmed(
+    template: Template, values: Mapping[str, str | None], flagged: Collection[str]
+) -> dict[str, str]:
+    """Fields that only the template's rules can vouch for, none of which did: field name ->
+    why. A field is vouched for by a rule that holds with every value it names (``values``
+    holds flagged fields' values too: a total in words that states the flagged total still
+    agrees with it). A rule naming a ``flagged`` field that does not hold vouches for nothing,
+    so a field all of whose rules are like that (``amount`` when ``total`` is flagged: any
+    number passes as an amount) is unconfirmed. Fields in no rule, and flagged ones, are not
+    listed."""
+    held = {name for rule in holding_rules(template, values) for name in rule_fields(rule)}
+    blocked: dict[str, list[str]] = {}
+    for rule in template.rules:
+        names = rule_fields(rule)
+        stuck = [name for name in names if name in flagged]
+        for name in names:
+            if stuck and name not in flagged:
+                blocked.setdefault(name, []).extend(stuck)
+    return {
+        name: f"not cross-checked: {', '.join(dict.fromkeys(stuck))} flagged"
+        for name, stuck in blocked.items()
+        if name not in held
+    }
+
+
+def holding_rules(template: Template, values: Mapping[str, str | None]) -> list[SumRule | SameRule]:
+    """The template's rules that every field they name has a value for (a number, for a sum),
+    and that hold."""
+    return [rule for rule in template.rules if _holds(rule, values)]
+
+
+def _holds(rule: SumRule | SameRule, values: Mapping[str, str | None]) -> bool:
+    if isinstance(rule, SumRule):
+        numbers = [_as_decimal(values.get(name)) for name in rule_fields(rule)]
+        return all(n is not None for n in numbers) and _sum_error(rule, values) is None
+    return all(values.get(n) is not None for n in rule.fields) and _same_error(rule, values) is None
