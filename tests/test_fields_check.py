@@ -223,7 +223,10 @@ def test_sum_rule_with_three_terms() -> None:
         ("Apple Inc", True),
         ("北京3M中国有限公司", True),
         ("上海旭华宝环保科技股份有限公司旭91310101MA9HPTT84C", False),  # a tax id glued on
-        ("深圳市ABC123456789012科技有限公司", True),
+        ("北京798艺术区管理有限公司", True),
+        ("郑州市金水区农业路384号21层13259757032", False),  # the address-and-phone line
+        ("深圳市ABC123456789012科技有限公司", False),  # a long number is an account or phone
+        ("开户行度", False),  # the bank label below the name
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

@@ -43,16 +43,28 @@ def _code_errors(value: str) -> list[str]:
     return [] if _DIGITS.fullmatch(value) else [f"{value!r} is not all digits"]
 
 
+_LONG_NUMBER = re.compile(r"\d{7,}")
+_FORM_LABELS = ("开户行", "账号", "地址", "电话", "识别号", "名称")
+"""Words of the labels printed beside a buyer's or seller's name, never in a company's name."""
+
+
 def _name_errors(value: str) -> list[str]:
     """A name that is one run of digits and capitals is an identifier read in the wrong box (a
     tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
-    glued on (two printed lines read as one); one with no letter at all is not a name."""
+    glued on (two printed lines read as one); one with no letter at all is not a name; nor is
+    one with a run of 7 digits or more (the address-and-phone line) or a word of the form's
+    labels (名称, 地址、电话, 开户行及账号) in it."""
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
         return [f"{value!r} looks like an identifier, not text"]
     if _GLUED_ID.fullmatch(value):
         return [f"{value!r} ends with what looks like an identifier"]
+    if _LONG_NUMBER.search(value):
+        return [f"{value!r} holds a long number (a phone or account number?), not a name"]
+    label = next((word for word in _FORM_LABELS if word in value), None)
+    if label:
+        return [f"{value!r} holds the form's label {label!r}, not a name"]
     return []
 
 
