@@ -27,6 +27,11 @@ PAGE_WORK_SIDE = 1200  # long side, in px, of the downscaled page the frame is s
 MIN_FRAME_FRACTION = 0.08  # a frame covers at least this share of the page's bounding area
 CANDIDATES = 3
 SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well ends the search
+ECC_STOP = (20, 1e-4)
+"""ECC's iteration limit and convergence epsilon. Against the fixtures' true page-to-image maps
+(44 pages, clean to heavy) (60, 1e-5) and (20, 1e-4) give the same error to 0.01 px, median 2.50
+px, max 4.47 (so does (5, 1e-3): the outline is already close); ECC costs 11.9 instead of 16.8
+ms of one core per page."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -373,7 +378,7 @@ def _refine(
         interpolation=cv2.INTER_AREA,
     )
     warp = np.eye(3, dtype=np.float32)
-    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 60, 1e-5)
+    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, *ECC_STOP)
     try:
         _, warp = cv2.findTransformECC(
             ref.lines_blur_ecc, moving, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5
