@@ -57,13 +57,13 @@ Registration = Literal["frame", "labels", "text_layer"]
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
-_DOUBT = ("low recognition confidence", "uncertain character")  # how the two doubts read
 MIN_NAME_CHAR_CONFIDENCE = 0.8
 """A name's bar for every character: no check digit, format or rule can catch a misread
 character in a name. Measured on 68 fresh synthetic pages (seeds outside the fixtures; 32 heavy,
 24 medium, 12 light): of the ROI path's names that passed at 0.5, the 7 wrong ones had a
 weakest character of 0.57-0.62, the 111 right ones 0.51-1.0 (median 0.998); at 0.8, 6 of the 7
 wrong names and 7 of the 111 right ones are flagged (at 0.9: 7 and 11)."""
+_DOUBT = ("low recognition confidence", "uncertain character")  # how the two doubts read
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 
 
