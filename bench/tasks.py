@@ -24,9 +24,14 @@ _STAGE_CPU: dict[str, float] = {}
 
 
 def setup_worker() -> int:
-    """Pin this process to one CPU and every library to one thread; the CPU's number."""
+    """Pin this process to one CPU and every library to one thread, and cap malloc's arenas as
+    a service worker does (peak RSS is measured as a worker would have it); the CPU's number."""
     os.environ["OMP_NUM_THREADS"] = "1"
     import cv2
+
+    from service.memory import limit_arenas
+
+    limit_arenas()
 
     cv2.setNumThreads(1)
     cpu = sorted(os.sched_getaffinity(0))[-1]
@@ -71,6 +76,7 @@ def _timed_extractor(
     """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
     time and the per-stage split."""
     from extractor.pipeline import Extractor
+    from service.memory import trim
 
     class TimedExtractor(Extractor):
         def extract(self, source: Any, template: Any, **kwargs: Any) -> Any:
@@ -78,6 +84,7 @@ def _timed_extractor(
             cpu0, wall0 = time.process_time(), time.perf_counter()
             result = super().extract(source, template, **kwargs)
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+            trim()  # as a service worker does after each batch, outside the timed part
             path = Path(str(source))
             if path.parent.name in timed_levels:
                 pages = max(1, len(result.pages))
@@ -98,8 +105,8 @@ def _timed_extractor(
                 )
             return result
 
-    try:
-        return TimedExtractor(engine=engine, fallback=fallback)  # type: ignore[arg-type]
+    try:  # one thread for the fallback's full-page OCR too, as in a service worker
+        return TimedExtractor(engine=engine, fallback=fallback, threads=1)  # type: ignore[arg-type]
     except TypeError:  # an extractor without the full-page fallback
         return TimedExtractor(engine=engine)  # type: ignore[arg-type]
 
