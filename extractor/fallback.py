@@ -157,24 +157,44 @@ def _strip_label(text: str, label: str | None) -> str:
     return text
 
 
+def _label_end(line: TextLine) -> np.ndarray:
+    """The middle of a label line's right edge, where its value starts: a long label's centre
+    lies far from its field's box."""
+    return (line.quad[1] + line.quad[2]) / 2
+
+
+def _on_row_before(line: TextLine, point: np.ndarray) -> bool:
+    end = _label_end(line)
+    return bool(abs(end[1] - point[1]) < 1.5 * line.height and end[0] < point[0])
+
+
 def beside_label(
     lines: list[TextLine],
     spec: FieldSpec,
     near: tuple[np.ndarray, float] | None = None,
     stoplist: set[str] | frozenset[str] = frozenset(),
+    *,
+    row: bool = False,
 ) -> tuple[str, float, np.ndarray] | None:
     """The value printed after the field's label on its line, or the nearest line to its right
     (or below) whose text passes the field's checks and is not itself printed form text
     (``stoplist``). ``near`` — (page point, radius in px) — keeps to the label occurrence
-    closest to where the field should be (名称 is printed for buyer and seller), within reach."""
+    closest to where the field should be (名称 is printed for buyer and seller), within reach;
+    with ``row``, a label on that point's row to its left is within reach however far (a
+    table's 合计 row)."""
     if not spec.label:
         return None
     label = norm(spec.label)
-    holders = [line for line in lines if label in norm(line.text)]
+    # the label starts the line (one stray character aside): 项目名称 is another label than 名称
+    holders = [line for line in lines if 0 <= norm(line.text).find(label) <= 1]
     if near is not None:
         point, radius = near
-        holders = [h for h in holders if np.linalg.norm(h.centre - point) <= radius]
-        holders.sort(key=lambda line: float(np.linalg.norm(line.centre - point)))
+        holders = [
+            h
+            for h in holders
+            if np.linalg.norm(_label_end(h) - point) <= radius or (row and _on_row_before(h, point))
+        ]
+        holders.sort(key=lambda line: float(np.linalg.norm(_label_end(line) - point)))
     if not holders:
         return None
     holder = holders[0]

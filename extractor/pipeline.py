@@ -44,12 +44,19 @@ from extractor.fields import (
     value_start,
 )
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr
-from extractor.loading import DEFAULT_DPI, Page, iter_pages, read_source
+from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template, TemplateStore
-from extractor.textlayer import MARGIN_MM, bounds_px, join_words, page_fits, words_in_box
+from extractor.textlayer import (
+    LINE_MM,
+    MARGIN_MM,
+    bounds_px,
+    join_words,
+    page_fits,
+    words_in_box,
+)
 
 AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
@@ -261,6 +268,7 @@ class Extractor:
         assert page.words is not None
         fields: dict[str, FieldResult] = {}
         labels = {norm(f.label) for f in template.fields if f.label}
+        used: set[int] = set()  # the words a valid field was read from
         for spec in template.fields:
             words = words_in_box(page.words, spec, MARGIN_MM, labels)
             text = join_words(words, spec.label)
@@ -268,11 +276,40 @@ class Extractor:
             field.box = bounds_px(words, page.dpi or self.dpi) if words else None
             field.source = "text_layer"
             fields[spec.name] = field
+            if field.valid:
+                used.update(id(w) for w in words)
+        self._text_beside_labels(page, template, fields, used)
         if not all(fields[f.name].valid for f in template.fields if f.required):
             return None
         alignment = Alignment(True, 1.0, None)
         prepared = PreparedPage(page.index, template, alignment, [], timings)
         return _conclude(prepared, fields, "text_layer")
+
+    def _text_beside_labels(
+        self, page: Page, template: Template, fields: dict[str, FieldResult], used: set[int]
+    ) -> None:
+        """Fields whose box holds no valid text, from the text layer beside their printed label
+        (another revision of the layout, whose cells moved), in place; each word serves one
+        field only (amount and tax share the label 合计)."""
+        assert page.words is not None
+        to_mm = np.diag([1 / template.px_per_mm, 1 / template.px_per_mm, 1.0])
+        px_per_mm = (page.dpi or self.dpi) / 25.4
+        stoplist = {norm(f.label) for f in template.fields if f.label}
+        for spec in template.fields:
+            if fields[spec.name].valid:
+                continue
+            grouped = _text_lines([w for w in page.words if id(w) not in used])
+            lines = [line for line, _ in grouped]
+            found = beside_label(lines, spec, _reach(spec, template, to_mm), stoplist, row=True)
+            if found is None:
+                continue
+            text, _, quad = found
+            field = self._field(spec, Recognition(text, 1.0), quad * px_per_mm)
+            if field.valid:
+                field.source = "text_layer"
+                field.note = "read beside its label: the text is not in the template's box"
+                fields[spec.name] = field
+                used.update(id(w) for line, words in grouped if line.quad is quad for w in words)
 
     # -- fallback -----------------------------------------------------------------------------
 
@@ -371,6 +408,31 @@ class Extractor:
             box=_bounds(quad) if quad is not None else None,
             source="roi",
         )
+
+
+def _text_lines(words: list[Word]) -> list[tuple[TextLine, list[Word]]]:
+    """Text-layer words joined into lines as a text detector would see them (words on one
+    baseline less than two characters' height apart: a spaced-out label such as 合　计 is one
+    line), each with its outline in mm and the words it holds."""
+    lines: list[list[Word]] = []
+    for word in sorted(words, key=lambda w: (round((w.y0 + w.y1) / 2 / LINE_MM), w.x0)):
+        last = lines[-1][-1] if lines else None
+        height = word.y1 - word.y0
+        if (
+            last is not None
+            and abs((last.y0 + last.y1) / 2 - (word.y0 + word.y1) / 2) < height / 2
+            and 0 <= word.x0 - last.x1 < 2 * height
+        ):
+            lines[-1].append(word)
+        else:
+            lines.append([word])
+    out = []
+    for group in lines:
+        x0, y0 = min(w.x0 for w in group), min(w.y0 for w in group)
+        x1, y1 = max(w.x1 for w in group), max(w.y1 for w in group)
+        quad = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
+        out.append((TextLine(quad, join_words(group), 1.0), group))
+    return out
 
 
 def _char_bar(spec: FieldSpec) -> float:

@@ -82,3 +82,34 @@ def test_other_page_size_takes_the_image_path(
     (page,) = extractor.extract(pdf, "vat_invoice").pages
     assert page.registration != "text_layer"
     assert all(f.source != "text_layer" for f in page.fields.values())
+
+
+def moved(pdf: Path, dx_mm: float, dy_mm: float) -> bytes:
+    """The PDF's text layer, every word moved by (dx, dy) mm: another revision of the layout,
+    whose cells sit a few millimetres off the template's boxes."""
+    page = pymupdf.open(pdf)[0]
+    out = pymupdf.open()
+    new = out.new_page(width=page.rect.width, height=page.rect.height)
+    for x0, y0, x1, y1, text, *_ in page.get_text("words"):
+        height = y1 - y0
+        width = pymupdf.get_text_length(text, fontname="china-s", fontsize=1)
+        size = min(0.8 * height, (x1 - x0) / width)
+        at = (x0 + dx_mm * PT_PER_MM, y1 + dy_mm * PT_PER_MM - 0.22 * height)
+        new.insert_text(at, text, fontname="china-s", fontsize=size)
+    return out.tobytes()
+
+
+def test_fields_out_of_their_boxes_are_read_beside_their_labels(extractor: Extractor) -> None:
+    pdf = ROOT / "fixtures/digital/pdf/vat_invoice_digital_0001.pdf"
+    expected = json.loads(pdf.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]
+    result = extractor.extract(moved(pdf, 6, 4), "vat_invoice_digital")
+    (page,) = result.pages
+    assert page.registration == "text_layer"
+    assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
+    for field in page.fields.values():
+        assert field.valid and field.source == "text_layer"
+        assert field.note is not None and "beside its label" in field.note
+    # where the text stayed in its box, the box is read as before
+    still = extractor.extract(moved(pdf, 3, -2), "vat_invoice_digital").pages[0]
+    assert {k: f.value for k, f in still.fields.items()} == expected["fields"]
+    assert all(f.note is None for f in still.fields.values())
