@@ -3,7 +3,8 @@
 A document ``X.jpg`` (or .png, .pdf, .tif) is scored when ``X.json`` lies beside it, holding
 ``{"template": ..., "level": ..., "pages": [{"page": 0, "template": ..., "fields": {...}}]}``.
 A wrong value is *flagged* when the result marks it invalid, and *dangerous* when it passes as
-valid: the number that matters most.
+valid: the number that matters most. A right value that is flagged costs a person's look: how
+many there are is the review load.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ DOCUMENT_SUFFIXES = {".jpg", ".jpeg", ".png", ".pdf", ".tif", ".tiff"}
 class Tally(BaseModel):
     fields: int = 0
     exact: int = 0
+    right_flagged: int = 0
     wrong_flagged: int = 0
     wrong_valid: int = 0
     char_errors: int = 0
@@ -49,6 +51,8 @@ class Tally(BaseModel):
             self.fallback += 1
         if value == expected:
             self.exact += 1
+            if got is not None and not got.valid:
+                self.right_flagged += 1
             return True
         if got is not None and got.valid:
             self.wrong_valid += 1
@@ -185,6 +189,7 @@ def print_report(report: EvalReport) -> None:
             "exact",
             "accuracy",
             "CER",
+            "right+flagged",
             "wrong+flagged",
             "wrong+VALID",
             "fallback",
@@ -197,6 +202,7 @@ def print_report(report: EvalReport) -> None:
                 str(t.exact),
                 f"{100 * t.accuracy:.1f}%",
                 f"{100 * t.cer:.2f}%",
+                str(t.right_flagged),
                 str(t.wrong_flagged),
                 f"[bold red]{t.wrong_valid}[/]" if t.wrong_valid else "0",
                 f"{100 * t.fallback / t.fields:.0f}%" if t.fields else "-",

@@ -35,6 +35,7 @@ def test_scores_right_wrong_and_dangerous(tmp_path: Path) -> None:
     assert report.documents == 2 and report.pages == 2
     assert report.overall.fields == 24 and report.overall.exact == 23
     assert report.overall.wrong_valid == 1 and report.overall.wrong_flagged == 0
+    assert report.overall.right_flagged == 0  # a clean scan: nothing right needs a look
     assert report.by_field["buyer_name"].exact == 1
     (miss,) = report.misses
     assert (miss.file, miss.field, miss.expected, miss.valid) == (
@@ -60,3 +61,16 @@ def test_cli_json(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["overall"]["fields"] == 12 and report["overall"]["exact"] == 12
     assert list(report["by_level"]) == ["vat_invoice clean"]
+
+
+def test_counts_right_values_that_are_flagged(tmp_path: Path) -> None:
+    """medium/0027's tax is misread by a cent: the sum fails and flags the right amount and
+    total with it, two right values a person has to look at (the review load)."""
+    src = FIXTURES / "medium/vat_invoice_0027.jpg"
+    shutil.copy(src, tmp_path / "x.jpg")
+    shutil.copy(src.with_suffix(".json"), tmp_path / "x.json")
+    report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
+    assert report.by_field["amount"].right_flagged == 1
+    assert report.by_field["total"].right_flagged == 1
+    assert report.by_field["tax"].wrong_flagged == 1
+    assert report.overall.right_flagged >= 2
