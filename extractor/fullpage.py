@@ -91,7 +91,11 @@ class FullPageOCR:
         session, so the loaded detector's one is replaced."""
         import onnxruntime as ort
 
-        detector = self._engine._load_det_model()  # private: no public way to set options
+        try:  # private (rapidocr is pinned): no public way to set a detector's options
+            detector = self._engine._load_det_model()
+            path = detector.session.session._model_path
+        except AttributeError:  # another rapidocr: keep its own session
+            return
         options = ort.SessionOptions()
         options.enable_cpu_mem_arena = False
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
@@ -99,7 +103,7 @@ class FullPageOCR:
         if threads:
             options.intra_op_num_threads = threads
         detector.session.session = ort.InferenceSession(
-            detector.session.session._model_path,
+            path,
             sess_options=options,
             providers=["CPUExecutionProvider"],
         )
