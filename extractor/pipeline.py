@@ -389,12 +389,13 @@ class Extractor:
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
+        start = value_start(raw)  # a leading ¥ or ⊗ says nothing about the value
         if raw and confidence < self.min_confidence:
             errors.append(f"{_DOUBT[0]} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
-            read.char_confidences[value_start(raw) :], default=1
+            read.char_confidences[start:], default=1
         ) < _char_bar(spec):
-            weakest = min(range(value_start(raw), len(raw)), key=lambda i: read.char_confidences[i])
+            weakest = min(range(start, len(raw)), key=lambda i: read.char_confidences[i])
             errors.append(
                 f"{_DOUBT[1]} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
@@ -486,7 +487,7 @@ def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
 
 
 def _require_confirmation(
-    template: Template, fields: dict[str, FieldResult], qr: str | None
+    template: Template, fields: dict[str, FieldResult], stated: dict[str, str]
 ) -> None:
     """Rules vouch for the fields they name, or withhold it.
 
@@ -494,7 +495,7 @@ def _require_confirmation(
     value (``amount + tax = total`` to the cent, or the total in words stating the total) is
     confirmed: two readings do not agree by chance. A field that only a rule could vouch for
     (any number passes as an amount) is flagged when none of its rules could be checked, unless
-    the QR code states the same value."""
+    the QR code states the same value (``stated``: the values it states)."""
     values = {name: f.value for name, f in fields.items()}
     for rule in holding_rules(template, values):
         for name in rule_fields(rule):
@@ -503,7 +504,6 @@ def _require_confirmation(
                 field.errors, field.valid = [], True
                 field.note = f"confirmed by {_describe(rule)}"
     flagged = {name for name, f in fields.items() if not f.valid}
-    stated = qr_values(template, qr) if qr else {}
     for name, why in unconfirmed(template, values, flagged).items():
         field = fields[name]
         if field.value is not None and stated.get(name) != field.value:
@@ -511,11 +511,11 @@ def _require_confirmation(
             field.valid = False
 
 
-def _cross_check_qr(template: Template, payload: str, fields: dict[str, FieldResult]) -> None:
-    for name, stated in qr_values(template, payload).items():
+def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> None:
+    for name, value in stated.items():
         field = fields[name]
-        if field.value != stated:
-            field.errors.append(f"the QR code says {stated}")
+        if field.value != value:
+            field.errors.append(f"the QR code says {value}")
             field.valid = False
 
 
@@ -538,9 +538,9 @@ def _conclude(
     with _timed(prepared.timings, "validate"):
         _restore_points(template, fields)
         _apply_rules(template, fields)
-        _require_confirmation(template, fields, prepared.qr)
-        if prepared.qr:
-            _cross_check_qr(template, prepared.qr, fields)
+        stated = qr_values(template, prepared.qr) if prepared.qr else {}
+        _require_confirmation(template, fields, stated)
+        _cross_check_qr(stated, fields)
     if registration is None:
         status = "unmatched"
     else:

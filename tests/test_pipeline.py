@@ -10,6 +10,7 @@ import pytest
 from extractor.crops import crop_fields
 from extractor.engines import get_engine
 from extractor.pipeline import Extractor, _require_confirmation
+from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
 from extractor.templates import TemplateStore
@@ -193,11 +194,11 @@ def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
 def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
     template = TemplateStore().get("vat_invoice")
     fields = _amounts(tax=("586.73", ["uncertain character '3' at 7 (confidence 0.43)"]))
-    _require_confirmation(template, fields, None)
+    _require_confirmation(template, fields, {})
     assert fields["tax"].valid and fields["tax"].note == "confirmed by amount + tax = total"
     # a format error is not doubt: no rule mends it
     fields = _amounts(total_in_words=("5100.00", ["unit 佰 has no digit before it"]))
-    _require_confirmation(template, fields, None)
+    _require_confirmation(template, fields, {})
     assert not fields["total_in_words"].valid and fields["total"].valid
 
 
@@ -205,9 +206,10 @@ def test_an_amount_only_the_qr_code_can_vouch_for() -> None:
     template = TemplateStore().get("vat_invoice")
     unreadable = {"total": (None, ["not found"]), "total_in_words": (None, ["not found"])}
     fields = _amounts(**unreadable)
-    _require_confirmation(template, fields, None)
+    _require_confirmation(template, fields, {})
     assert not fields["amount"].valid and not fields["tax"].valid
     assert fields["amount"].errors == ["not cross-checked: total flagged"]
     fields = _amounts(**unreadable)
-    _require_confirmation(template, fields, "01,04,1100,12345678,4513.27,20240512,,abcd")
+    stated = qr_values(template, "01,04,1100,12345678,4513.27,20240512,,abcd")
+    _require_confirmation(template, fields, stated)
     assert fields["amount"].valid and not fields["tax"].valid
