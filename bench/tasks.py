@@ -29,7 +29,7 @@ def setup_worker() -> int:
     os.environ["OMP_NUM_THREADS"] = "1"
     import cv2
 
-    from service.memory import limit_arenas
+    from extractor.memory import limit_arenas
 
     limit_arenas()
 
@@ -75,8 +75,8 @@ def _timed_extractor(
 ) -> Any:
     """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
     time and the per-stage split."""
+    from extractor.memory import trim
     from extractor.pipeline import Extractor
-    from service.memory import trim
 
     class TimedExtractor(Extractor):
         def extract(self, source: Any, template: Any, **kwargs: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Literal
 import numpy as np
 
 from extractor.errors import EngineError
+from extractor.memory import large_buffers_mapped
 
 Provider = Literal["cpu", "cuda", "tensorrt"]
 
@@ -109,7 +110,8 @@ class FullPageOCR:
         )
 
     def __call__(self, image: np.ndarray) -> list[TextLine]:
-        result = self._engine(image)
+        with large_buffers_mapped():  # its activations must not fragment the worker's heap
+            result = self._engine(image)
         if result.boxes is None or result.txts is None:
             return []
         return [

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, Literal
 
-from service import memory
+from extractor import memory
 
 log = logging.getLogger("roi.service.worker")
 
