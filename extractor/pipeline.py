@@ -52,7 +52,6 @@ from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Templat
 from extractor.textlayer import (
     LINE_MM,
     MARGIN_MM,
-    bounds_px,
     join_words,
     page_fits,
     words_in_box,
@@ -228,6 +227,14 @@ class Extractor:
             if by_labels[best].homography is None:
                 return _unmatched(page, None, alignment, timings, scores)
             chosen, alignment = alignments[best]
+        if self.text_layer and page.words is not None and alignment.matched:
+            # a born-digital page of another size than its form: its words, mapped onto the
+            # form by the frame registration found, still need no OCR
+            with _timed(timings, "crop"):
+                result = self._read_text_layer(page, chosen, timings, alignment)
+            if result is not None:
+                result.template_scores = scores
+                return result
         keep = page.image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
             if mode == "never":
@@ -261,50 +268,68 @@ class Extractor:
     # -- born-digital PDFs ----------------------------------------------------------------------
 
     def _read_text_layer(
-        self, page: Page, template: Template, timings: Timings
+        self,
+        page: Page,
+        template: Template,
+        timings: Timings,
+        alignment: Alignment | None = None,
     ) -> PageResult | None:
         """The page's fields from its PDF text layer, or None when a required one is not there
-        (the page then takes the image path)."""
+        (the page then takes the image path). Without ``alignment`` the page is the form at its
+        printed size, so its millimetres are the template's; with one (a page of another size,
+        registered by its frame), the words are first mapped onto the template through it."""
         assert page.words is not None
+        dpi = page.dpi or self.dpi
+        # template mm -> page px
+        if alignment is None or alignment.homography is None:
+            words, to_page = page.words, np.diag([dpi / 25.4, dpi / 25.4, 1.0])
+        else:
+            ppm = template.px_per_mm
+            to_page = alignment.homography @ np.diag([ppm, ppm, 1.0])
+            words = _words_on_template(page.words, dpi, to_page)
         fields: dict[str, FieldResult] = {}
         labels = {norm(f.label) for f in template.fields if f.label}
         used: set[int] = set()  # the words a valid field was read from
         for spec in template.fields:
-            words = words_in_box(page.words, spec, MARGIN_MM, labels)
-            text = join_words(words, spec.label)
+            inside = words_in_box(words, spec, MARGIN_MM, labels)
+            text = join_words(inside, spec.label)
             field = self._field(spec, Recognition(text, 1.0 if text else 0.0), None)
-            field.box = bounds_px(words, page.dpi or self.dpi) if words else None
+            field.box = _bounds(_on_page(_words_quad(inside), to_page)) if inside else None
             field.source = "text_layer"
             fields[spec.name] = field
             if field.valid:
-                used.update(id(w) for w in words)
-        self._text_beside_labels(page, template, fields, used)
+                used.update(id(w) for w in inside)
+        self._text_beside_labels(words, to_page, template, fields, used)
         if not all(fields[f.name].valid for f in template.fields if f.required):
             return None
-        alignment = Alignment(True, 1.0, None)
+        if alignment is None:
+            alignment = Alignment(True, 1.0, None)
         prepared = PreparedPage(page.index, template, alignment, [], timings)
         return _conclude(prepared, fields, "text_layer")
 
     def _text_beside_labels(
-        self, page: Page, template: Template, fields: dict[str, FieldResult], used: set[int]
+        self,
+        words: list[Word],
+        to_page: np.ndarray,
+        template: Template,
+        fields: dict[str, FieldResult],
+        used: set[int],
     ) -> None:
-        """Fields whose box holds no valid text, from the text layer beside their printed label
-        (another revision of the layout, whose cells moved), in place; each word serves one
-        field only (amount and tax share the label 合计)."""
-        assert page.words is not None
+        """Fields whose box holds no valid text, from the text layer (``words`` in the
+        template's mm) beside their printed label (another revision of the layout, whose cells
+        moved), in place; each word serves one field only (amount and tax share the label 合计)."""
         to_mm = np.diag([1 / template.px_per_mm, 1 / template.px_per_mm, 1.0])
-        px_per_mm = (page.dpi or self.dpi) / 25.4
         stoplist = {norm(f.label) for f in template.fields if f.label}
         for spec in template.fields:
             if fields[spec.name].valid:
                 continue
-            grouped = _text_lines([w for w in page.words if id(w) not in used])
+            grouped = _text_lines([w for w in words if id(w) not in used])
             lines = [line for line, _ in grouped]
             found = beside_label(lines, spec, _reach(spec, template, to_mm), stoplist, row=True)
             if found is None:
                 continue
             text, _, quad = found
-            field = self._field(spec, Recognition(text, 1.0), quad * px_per_mm)
+            field = self._field(spec, Recognition(text, 1.0), _on_page(quad, to_page))
             if field.valid:
                 field.source = "text_layer"
                 field.note = "read beside its label: the text is not in the template's box"
@@ -411,6 +436,34 @@ class Extractor:
         )
 
 
+def _words_on_template(words: list[Word], dpi: float, to_page: np.ndarray) -> list[Word]:
+    """The page's words (mm on the page) in the template's mm: each word's corners mapped
+    back through ``to_page`` (template mm -> page px), then its upright bounds."""
+    ppm = dpi / 25.4
+    corners = np.array(
+        [[(w.x0, w.y0), (w.x1, w.y0), (w.x1, w.y1), (w.x0, w.y1)] for w in words], np.float64
+    )
+    back = cv2.perspectiveTransform(corners.reshape(-1, 1, 2) * ppm, np.linalg.inv(to_page))
+    back = back.reshape(-1, 4, 2)
+    lo, hi = back.min(axis=1), back.max(axis=1)
+    return [
+        Word(float(a[0]), float(a[1]), float(b[0]), float(b[1]), w.text)
+        for w, a, b in zip(words, lo, hi, strict=True)
+    ]
+
+
+def _words_quad(words: list[Word]) -> np.ndarray:
+    x0, y0 = min(w.x0 for w in words), min(w.y0 for w in words)
+    x1, y1 = max(w.x1 for w in words), max(w.y1 for w in words)
+    return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
+
+
+def _on_page(quad: np.ndarray, to_page: np.ndarray) -> np.ndarray:
+    """A quad in the template's mm, in page px."""
+    points = quad.reshape(-1, 1, 2).astype(np.float64)
+    return cv2.perspectiveTransform(points, to_page).reshape(-1, 2)
+
+
 def _text_lines(words: list[Word]) -> list[tuple[TextLine, list[Word]]]:
     """Text-layer words joined into lines as a text detector would see them (words on one
     baseline less than two characters' height apart: a spaced-out label such as 合　计 is one
@@ -427,13 +480,7 @@ def _text_lines(words: list[Word]) -> list[tuple[TextLine, list[Word]]]:
             lines[-1].append(word)
         else:
             lines.append([word])
-    out = []
-    for group in lines:
-        x0, y0 = min(w.x0 for w in group), min(w.y0 for w in group)
-        x1, y1 = max(w.x1 for w in group), max(w.y1 for w in group)
-        quad = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
-        out.append((TextLine(quad, join_words(group), 1.0), group))
-    return out
+    return [(TextLine(_words_quad(group), join_words(group), 1.0), group) for group in lines]
 
 
 def _char_bar(spec: FieldSpec) -> float:

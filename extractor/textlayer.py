@@ -56,12 +56,3 @@ def join_words(words: list[Word], label: str | None = None) -> str:
     if label and norm(text).startswith(norm(label)):
         text = norm(text)[len(norm(label)) :]
     return text
-
-
-def bounds_px(words: list[Word], dpi: float) -> list[float]:
-    scale = dpi / 25.4
-    x0 = min(w.x0 for w in words) * scale
-    y0 = min(w.y0 for w in words) * scale
-    x1 = max(w.x1 for w in words) * scale
-    y1 = max(w.y1 for w in words) * scale
-    return [round(x0, 1), round(y0, 1), round(x1 - x0, 1), round(y1 - y0, 1)]

@@ -113,3 +113,38 @@ def test_fields_out_of_their_boxes_are_read_beside_their_labels(extractor: Extra
     still = extractor.extract(moved(pdf, 3, -2), "vat_invoice_digital").pages[0]
     assert {k: f.value for k, f in still.fields.items()} == expected["fields"]
     assert all(f.note is None for f in still.fields.values())
+
+
+def rescaled(
+    pdf: Path, size_mm: tuple[float, float], scale: float, at_mm: tuple[float, float]
+) -> bytes:
+    """The PDF's page drawn ``scale`` times its size at ``at_mm`` on a page of ``size_mm``: an
+    issuing system that prints the form on another paper size (text layer and ruling alike)."""
+    src = pymupdf.open(pdf)
+    width, height = src[0].rect.width, src[0].rect.height
+    out = pymupdf.open()
+    page = out.new_page(width=size_mm[0] * PT_PER_MM, height=size_mm[1] * PT_PER_MM)
+    x, y = at_mm[0] * PT_PER_MM, at_mm[1] * PT_PER_MM
+    page.show_pdf_page(pymupdf.Rect(x, y, x + width * scale, y + height * scale), src, 0)
+    return out.tobytes()
+
+
+def test_a_page_of_another_size_is_read_from_its_text_layer_once_registered(
+    extractor: Extractor,
+) -> None:
+    pdf = ROOT / "fixtures/digital/pdf/vat_invoice_digital_0001.pdf"
+    expected = json.loads(pdf.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]
+    for size, scale, at in (((297, 210), 1.3, (10, 12)), ((200, 120), 0.85, (6, 8))):
+        result = extractor.extract(rescaled(pdf, size, scale, at), "vat_invoice_digital")
+        (page,) = result.pages
+        assert page.registration == "text_layer" and page.matched
+        assert page.timings_ms.recognize == 0 and page.timings_ms.register > 0
+        assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
+        assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+        # boxes are where the words are on this page: inside the placed form, in page px
+        dpi = extractor.dpi / 25.4
+        for field in page.fields.values():
+            assert field.box is not None
+            x, y, w, h = field.box
+            assert at[0] * dpi <= x and x + w <= (at[0] + 210 * scale) * dpi
+            assert at[1] * dpi <= y and y + h <= (at[1] + 140 * scale) * dpi
