@@ -498,10 +498,16 @@ def _fullpage_device(engine_options: dict[str, object]) -> tuple[Provider, int]:
     )
 
 
-def _restore_points(template: Template, fields: dict[str, FieldResult]) -> None:
-    """An amount read without its decimal point (blur makes it a gap or nothing: '¥5985 24'),
-    whose digits are exactly those of the value the template's rules give it (amount + tax, or
-    the amount in words), gets the point back; the field's note says so."""
+def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
+    """An amount whose reading is a slip away from the value the template's rules give it (from
+    fields whose own readings passed: amount + tax, the amount in words) takes that value; the
+    field's note says which slip and which rule, ``raw`` keeps what was read. The slips:
+
+    - the decimal point lost to blur ('¥5985 24'): the digits are exactly the value's;
+    - in a reading that failed its own checks (a doubtful character, not an amount), one
+      character read wrong, one too many or one missing ('47443.489'), with the ¥ in front read
+      as a digit aside ('9140929.58'). Two passing readings give the value to the cent, so one
+      that differs from it by one character is that value misread, not another value."""
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for rule in template.rules:
         for name, implied in implied_values(rule, values).items():
@@ -512,12 +518,47 @@ def _restore_points(template: Template, fields: dict[str, FieldResult]) -> None:
                 or spec.kind is not FieldKind.amount
                 or field.value is None
                 or field.value == implied
-                or any(point in field.raw for point in ".．。·")
-                or _NOT_DIGIT.sub("", field.raw) != _NOT_DIGIT.sub("", implied)
             ):
                 continue
+            slip = _slip(field, implied)
+            if slip is None:
+                continue
             field.value = values[name] = implied
-            field.note = f"decimal point restored from {_describe(rule)}"
+            field.note = f"{slip} from {_describe(rule)}"
+            if slip != _POINT_RESTORED:
+                field.errors, field.valid = [], True
+
+
+_POINT_RESTORED = "decimal point restored"
+_NOT_AMOUNT = re.compile(r"[^0-9.]")
+
+
+def _slip(field: FieldResult, implied: str) -> str | None:
+    raw = field.raw
+    if not any(p in raw for p in ".．。·") and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
+        "", implied
+    ):
+        return _POINT_RESTORED
+    if not field.errors:
+        return None  # a reading that passed disagrees with the rule: flagged, not mended
+    read = _NOT_AMOUNT.sub("", raw)
+    for text, yen in ((read, ""), (read[1:], "the ¥ read as a digit, ")):
+        if yen and (not raw[:1].isdigit() or "¥" in raw or "￥" in raw):
+            continue
+        if _one_edit(text, implied):
+            return f"{yen}one character corrected"
+    return None
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by changing, adding or removing at most one character."""
+    if len(a) < len(b):
+        a, b = b, a
+    if len(a) - len(b) > 1:
+        return False
+    if len(a) == len(b):
+        return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
+    return any(a[:i] + a[i + 1 :] == b for i in range(len(a)))
 
 
 def _describe(rule: SumRule | SameRule) -> str:
@@ -583,7 +624,7 @@ def _conclude(
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
-        _restore_points(template, fields)
+        _mend_amounts(template, fields)
         _apply_rules(template, fields)
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         _require_confirmation(template, fields, stated)

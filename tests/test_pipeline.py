@@ -9,7 +9,7 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.engines import get_engine
-from extractor.pipeline import Extractor, _require_confirmation
+from extractor.pipeline import Extractor, _mend_amounts, _require_confirmation
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
@@ -189,6 +189,38 @@ def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
         fields[name] = FieldResult(value=value, raw=value or "", confidence=0.5, valid=False)
         fields[name].errors = errors
     return fields
+
+
+def test_an_amount_one_character_off_what_two_passing_readings_give_is_mended() -> None:
+    """heavy synthetic page 20269231 read its total '¥47443.489' (a speck after the 8) while
+    amount and tax read right: the total takes amount + tax, and says so."""
+    template = TemplateStore().get("vat_invoice")
+    slips = {
+        "5100.001": "one character corrected from amount + tax = total",
+        "51O0.00": "one character corrected from amount + tax = total",
+        "95100.00": "one character corrected from amount + tax = total",
+        "45100.70": "the ¥ read as a digit, one character corrected from amount + tax = total",
+    }
+    for raw, note in slips.items():
+        fields = _amounts(total=(raw, ["not an amount"]), total_in_words=(None, ["empty"]))
+        _mend_amounts(template, fields)
+        total = fields["total"]
+        assert (total.value, total.raw, total.valid, total.note) == ("5100.00", raw, True, note)
+        assert total.errors == []
+    # two characters off, or a reading that passed its own checks: flagged as before, not mended
+    for raw, errors in (("5100.11", ["not an amount"]), ("5100.01", [])):
+        fields = _amounts(total=(raw, errors), total_in_words=(None, ["empty"]))
+        fields["total"].valid = not errors
+        _mend_amounts(template, fields)
+        assert fields["total"].value == raw and fields["total"].note is None
+    # the value comes from readings that passed only: a doubtful tax gives none
+    fields = _amounts(
+        total=("5100.001", ["not an amount"]),
+        tax=("586.73", ["uncertain character '3' at 7 (confidence 0.43)"]),
+        total_in_words=(None, ["empty"]),
+    )
+    _mend_amounts(template, fields)
+    assert fields["total"].value == "5100.001" and not fields["total"].valid
 
 
 def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
