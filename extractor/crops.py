@@ -18,6 +18,7 @@ MIN_LINE_MM = 1.2  # a text line is at least this tall
 GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this is grey
 PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
+RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
@@ -131,17 +132,7 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
     clean[clean > threshold + PAPER_MARGIN] = WHITE  # faint seal remnants, stains, paper grain
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
-    # ruled lines left on binarised (fax) scans: long thin horizontal/vertical runs
-    h, _w = ink.shape
-    horiz = cv2.morphologyEx(
-        ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (max(9, round(12 * ppm)), 1))
-    )
-    vert = cv2.morphologyEx(
-        ink,
-        cv2.MORPH_OPEN,
-        cv2.getStructuringElement(cv2.MORPH_RECT, (1, max(9, round(min(h * 0.8, 6 * ppm))))),
-    )
-    lines = cv2.bitwise_or(horiz, vert) > 0
+    lines = _ruled_lines(ink, ppm) > 0
     ink[lines] = 0
     if np.count_nonzero(sat >= GREY_SCAN_SATURATION) < 0.01 * sat.size:  # 99th percentile below
         # on a grey or fax scan the ruling is as dark as the print: erase it from the image too;
@@ -156,6 +147,35 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
         ink[blobs] = 0
         clean[blobs] = WHITE
     return clean, ink
+
+
+def _ruled_lines(ink: np.ndarray, ppm: float) -> np.ndarray:
+    """Ruled lines left in the ink (on binarised and fax scans): thin horizontal and vertical
+    runs, long, joined into a network that runs on out of the crop (a cell's rules cross the
+    field box and its margin; a separator inside it meets them). Print blurred into one blob (a
+    phone photo out of focus) has runs as long, thick or thin, that stay inside the text: taken
+    for rules, they were erased from the crop."""
+    h, w = ink.shape
+    thick = max(3, round(RULE_MAX_MM * ppm))
+    thin = np.zeros_like(ink)
+    for length, across in (
+        ((max(9, round(12 * ppm)), 1), (1, thick)),
+        ((1, max(9, round(min(h * 0.8, 6 * ppm)))), (thick, 1)),
+    ):
+        runs = cv2.morphologyEx(
+            ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, length)
+        )
+        wide = cv2.morphologyEx(
+            runs, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, across)
+        )
+        thin |= cv2.bitwise_and(runs, cv2.bitwise_not(wide))
+    _, labels, stats, _ = cv2.connectedComponentsWithStats(thin, connectivity=8)
+    x, y = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
+    right = x + stats[:, cv2.CC_STAT_WIDTH]
+    bottom = y + stats[:, cv2.CC_STAT_HEIGHT]
+    out = (x <= 1) | (y <= 1) | (right >= w - 1) | (bottom >= h - 1)
+    out[0] = False  # the background
+    return (out[labels] * 255).astype(np.uint8)
 
 
 def _runs(profile: np.ndarray, threshold: float, bridge: int) -> list[tuple[int, int]]:
