@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import product
 from pathlib import Path
 from typing import Literal
 
@@ -507,7 +508,12 @@ def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
     - in a reading that failed its own checks (a doubtful character, not an amount), one
       character read wrong, one too many or one missing ('47443.489'), with the ¥ in front read
       as a digit aside ('9140929.58'). Two passing readings give the value to the cent, so one
-      that differs from it by one character is that value misread, not another value."""
+      that differs from it by one character is that value misread, not another value;
+    - before those, the ¥ read as a digit where dropping it is the one way the amounts add up
+      (:func:`_drop_misread_yen`)."""
+    for rule in template.rules:
+        if isinstance(rule, SumRule):
+            _drop_misread_yen(rule, template, fields)
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for rule in template.rules:
         for name, implied in implied_values(rule, values).items():
@@ -527,6 +533,71 @@ def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
             field.note = f"{slip} from {_describe(rule)}"
             if slip != _POINT_RESTORED:
                 field.errors, field.valid = [], True
+
+
+def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
+    """Blur makes the ¥ in front of an amount a 4 or a 9 ('¥153613.24' read '4153613.24'). When
+    a sum rule's amounts do not add up as read, and there is exactly one way to make them add up
+    by dropping such a leading digit from some of them (to the cent, or with one character of
+    one doubtful reading off, as in :func:`_slip`), it is taken; each changed field says so."""
+    names = rule_fields(rule)
+    read = [fields.get(name) for name in names]
+    if any(
+        f is None or f.value is None or template.field(n).kind is not FieldKind.amount
+        for n, f in zip(names, read, strict=True)
+    ):
+        return
+    options = [
+        [(f.value, False)] + ([(f.value[1:], True)] if _yen_as_digit(f) else [])
+        for f in read
+        if f is not None and f.value is not None
+    ]
+    # every way, the readings as they are too: dropping the same leading digit from a term and
+    # the total keeps a sum that holds (44758.00 + 2685.48 = 47443.48 and 4758.00 + ... =
+    # 7443.48), so a way is taken only when no other way, as read included, fits as well
+    solutions: list[tuple[tuple[tuple[str, bool], ...], str | None]] = []
+    for combo in product(*options):
+        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
+        implied = implied_values(rule, values)
+        if implied.get(rule.equals) == values[rule.equals]:
+            solutions.append((combo, None))
+            continue
+        for name in names:
+            field = fields[name]
+            if field.errors and name in implied and _one_edit(values[name], implied[name]):
+                solutions.append((combo, name))
+    exact = [solution for solution in solutions if solution[1] is None]
+    chosen = exact if exact else solutions
+    if len(chosen) != 1 or not any(dropped for _, dropped in chosen[0][0]):
+        return  # none, more than one way, or the readings as they are: left to the other mends
+    combo, mended = chosen[0]
+    values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
+    if mended is not None:
+        values[mended] = implied_values(rule, values)[mended]
+    for name, (_, dropped) in zip(names, combo, strict=True):
+        field = fields[name]
+        if not dropped and name != mended:
+            continue
+        slip = "the ¥ read as a digit" if dropped else ""
+        if name == mended:
+            slip += (", " if slip else "") + "one character corrected"
+        # the rule holds with the value, which settles the reading's doubt (as confirmation does)
+        field.value, field.errors, field.valid = values[name], [], True
+        field.note = f"{slip} from {_describe(rule)}"
+
+
+def _yen_as_digit(field: FieldResult) -> bool:
+    """Whether a reading may have taken the ¥ for a digit: it starts with one, has no ¥, and
+    keeps a whole amount without it."""
+    raw = field.raw.strip()
+    value = field.value or ""
+    return (
+        raw[:1].isdigit()
+        and not any(mark in raw for mark in "¥￥")
+        and value[:1] == raw[:1]
+        and "." in value[2:]
+        and not (value[1] == "0" and value[2] != ".")
+    )
 
 
 _POINT_RESTORED = "decimal point restored"

@@ -198,7 +198,7 @@ def test_an_amount_one_character_off_what_two_passing_readings_give_is_mended() 
     slips = {
         "5100.001": "one character corrected from amount + tax = total",
         "51O0.00": "one character corrected from amount + tax = total",
-        "95100.00": "one character corrected from amount + tax = total",
+        "95100.00": "the ¥ read as a digit from amount + tax = total",
         "45100.70": "the ¥ read as a digit, one character corrected from amount + tax = total",
     }
     for raw, note in slips.items():
@@ -221,6 +221,66 @@ def test_an_amount_one_character_off_what_two_passing_readings_give_is_mended() 
     )
     _mend_amounts(template, fields)
     assert fields["total"].value == "5100.001" and not fields["total"].valid
+
+
+def test_a_yen_read_as_a_digit_is_dropped_when_only_that_makes_the_sum_hold() -> None:
+    """heavy/vat_invoice_0041 (blurred, upside down) read '9140929.50', '912683.66' and
+    '4153613.24': every ¥ a digit, and the amount's 8 a 0."""
+    template = TemplateStore().get("vat_invoice")
+    doubt = ["uncertain character '9' at 1 (confidence 0.02)"]
+    fields = _amounts(
+        amount=("94513.27", doubt), tax=("4586.73", doubt), total_in_words=(None, ["empty"])
+    )
+    _mend_amounts(template, fields)
+    assert [fields[n].value for n in ("amount", "tax", "total")] == ["4513.27", "586.73", "5100.00"]
+    assert fields["tax"].note == "the ¥ read as a digit from amount + tax = total"
+    assert fields["total"].note is None and fields["total"].valid
+    assert fields["amount"].valid and fields["tax"].valid and fields["tax"].errors == []
+    # with one more character off in a doubtful reading: heavy/vat_invoice_0041's own
+    fields = _amounts(
+        amount=("9140929.50", doubt),
+        tax=("912683.66", doubt),
+        total=("4153613.24", doubt),
+        total_in_words=(None, ["empty"]),
+    )
+    _mend_amounts(template, fields)
+    assert [fields[n].value for n in ("amount", "tax", "total")] == [
+        "140929.58",
+        "12683.66",
+        "153613.24",
+    ]
+    assert fields["amount"].valid and fields["amount"].note == (
+        "the ¥ read as a digit, one character corrected from amount + tax = total"
+    )
+    # leading digits that belong to the amounts: dropping the 4 of amount and total would hold
+    # too (513.27 + 586.73 = 1100.00 is not it, but 44758.00 + 2685.48 = 47443.48 is)
+    fields = _amounts(total_in_words=(None, ["empty"]))
+    for name, value in (("amount", "44758.00"), ("tax", "2685.48"), ("total", "47443.48")):
+        fields[name].value = fields[name].raw = value
+    _mend_amounts(template, fields)
+    assert [fields[n].value for n in ("amount", "tax", "total")] == [
+        "44758.00",
+        "2685.48",
+        "47443.48",
+    ]
+    assert all(fields[n].note is None for n in ("amount", "tax", "total"))
+    # the same with a speck after the total: one character off either way, so no ¥ is dropped;
+    # the total is mended from the readings that passed
+    fields["total"].value = fields["total"].raw = "47443.489"
+    fields["total"].errors, fields["total"].valid = ["more than two decimal places"], False
+    _mend_amounts(template, fields)
+    assert [fields[n].value for n in ("amount", "tax", "total")] == [
+        "44758.00",
+        "2685.48",
+        "47443.48",
+    ]
+    assert fields["total"].note == "one character corrected from amount + tax = total"
+    # two ways to make it hold (a drop, or a one-character slip elsewhere): left as read
+    fields = _amounts(
+        tax=("4586.73", doubt), total=("5100.01", doubt), total_in_words=(None, ["empty"])
+    )
+    _mend_amounts(template, fields)
+    assert fields["tax"].value == "4586.73" and fields["tax"].note is None
 
 
 def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
