@@ -23,7 +23,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from extractor.crops import Crop, crop_fields
+from extractor.crops import Crop, crop_fields, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.errors import TemplateError
 from extractor.fallback import (
@@ -70,7 +70,8 @@ character in a name. Measured on 68 fresh synthetic pages (seeds outside the fix
 24 medium, 12 light): of the ROI path's names that passed at 0.5, the 7 wrong ones had a
 weakest character of 0.57-0.62, the 111 right ones 0.51-1.0 (median 0.998); at 0.8, 6 of the 7
 wrong names and 7 of the 111 right ones are flagged (at 0.9: 7 and 11)."""
-_DOUBT = ("low recognition confidence", "uncertain character")  # how the two doubts read
+_DOUBT = ("low recognition confidence", "uncertain character", "read again as")
+"""How the doubts read: a reading's confidence, one character's, a second reading that differs."""
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 
 
@@ -373,21 +374,26 @@ class Extractor:
                 for c, read in zip(crops, reads, strict=True)
             }
         merged: dict[str, FieldResult] = {}
+        page = (image, homography, template) if homography is not None else None
         for spec in template.fields:
             candidates = [fields.get(spec.name), second.get(spec.name)]
             if homography is not None:
-                candidates.append(
-                    self._from_text(spec, lines_in_box(lines, spec, template, homography))
-                )
+                found = lines_in_box(lines, spec, template, homography)
+                candidates.append(self._from_text(spec, found, page))
             near = _reach(spec, template, homography) if homography is not None else None
             found = beside_label(lines, spec, near, reference.texts)
-            candidates.append(self._from_text(spec, found))
+            candidates.append(self._from_text(spec, found, page))
             present = [c for c in candidates if c is not None]
             if not present and homography is None:
                 continue  # nothing aligns the page to the form: report only what was found
-            merged[spec.name] = next(
-                (c for c in present if c.valid),
-                next((c for c in present if c.value), None) or _empty(spec),
+            # the first valid reading; else the surest of those only in doubt (their values
+            # pass their checks); else the first with a value
+            doubtful = [c for c in present if c.value and _only_doubt(c)]
+            merged[spec.name] = (
+                next((c for c in present if c.valid), None)
+                or max(doubtful, key=lambda c: c.confidence, default=None)
+                or next((c for c in present if c.value), None)
+                or _empty(spec)
             )
         return merged, labels if labels.homography is not None else None
 
@@ -402,14 +408,53 @@ class Extractor:
         return self._reference_labels[key]
 
     def _from_text(
-        self, spec: FieldSpec, found: tuple[str, float, np.ndarray] | None
+        self,
+        spec: FieldSpec,
+        found: tuple[str, float, np.ndarray] | None,
+        page: tuple[np.ndarray, np.ndarray, Template] | None = None,
     ) -> FieldResult | None:
+        """A field from a line the full-page OCR found. A name has no check digit, and
+        full-page OCR gives one score per line, so a name's line is read again by the
+        constrained recogniser (``page``: the image, its homography, the template): its
+        per-character confidences then count as on the ROI path, and a second reading that
+        does not hold the first flags the name."""
         if found is None:
             return None
         text, score, quad = found
-        result = self._field(spec, Recognition(text, score), quad)
+        read, disagreement = Recognition(text, score), None
+        if spec.kind is FieldKind.name and page is not None:
+            again = self._read_line_again(*page, quad)
+            read, disagreement = _within(text, score, again)
+        result = self._field(spec, read, quad)
+        if disagreement is not None:
+            result.errors.append(disagreement)
+            result.valid = False
         result.source = "fallback"
         return result
+
+    def _read_line_again(
+        self, image: np.ndarray, homography: np.ndarray, template: Template, quad: np.ndarray
+    ) -> Recognition:
+        """The page's line outlined by ``quad`` (page px), upright on the form's axes (so an
+        upside-down page reads the right way up), form ink dropped, read by the engine."""
+        points = cv2.perspectiveTransform(
+            quad.reshape(-1, 1, 2).astype(np.float64), np.linalg.inv(homography)
+        ).reshape(-1, 2)
+        (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
+        pad = max(3.0, 0.25 * (y1 - y0))
+        x0, y0 = x0 - pad, y0 - pad
+        to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+        size = (max(1, round(x1 - x0 + pad)), max(1, round(y1 - y0 + pad)))
+        crop = cv2.warpPerspective(
+            image,
+            to_page,
+            size,
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_CONSTANT,
+            borderValue=(255, 255, 255),
+        )
+        clean, _ = separate_ink(crop, template.px_per_mm)
+        return self.engine.recognize([clean], [None])[0]
 
     def _field(self, spec: FieldSpec, read: Recognition, quad: np.ndarray | None) -> FieldResult:
         raw, confidence = read.text, read.confidence
@@ -463,6 +508,28 @@ def _on_page(quad: np.ndarray, to_page: np.ndarray) -> np.ndarray:
     """A quad in the template's mm, in page px."""
     points = quad.reshape(-1, 1, 2).astype(np.float64)
     return cv2.perspectiveTransform(points, to_page).reshape(-1, 2)
+
+
+def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, str | None]:
+    """``text`` with the per-character confidences of the same characters in ``again`` (a
+    second reading of its line, which may also hold the field's label), or, when ``again``
+    does not hold it (spaces and colons aside), ``text`` as it was and why it is in doubt."""
+    kept = [
+        (char, conf)
+        for char, conf in zip(again.text, again.char_confidences, strict=False)
+        if norm(char)
+    ]
+    at = "".join(char for char, _ in kept).find(norm(text))
+    if not norm(text) or at < 0 or len(again.char_confidences) != len(again.text):
+        return Recognition(text, score), f"{_DOUBT[2]} {again.text!r}"
+    confs = iter(conf for _, conf in kept[at : at + len(norm(text))])
+    per_char = tuple(next(confs) if norm(char) else 1.0 for char in text)
+    return Recognition(text, float(np.mean(per_char)), per_char), None
+
+
+def _only_doubt(field: FieldResult) -> bool:
+    """Whether all a field's errors are doubt (its value passes its checks)."""
+    return all(error.startswith(_DOUBT) for error in field.errors)
 
 
 def _text_lines(words: list[Word]) -> list[tuple[TextLine, list[Word]]]:
@@ -659,7 +726,7 @@ def _require_confirmation(
     for rule in holding_rules(template, values):
         for name in rule_fields(rule):
             field = fields[name]
-            if not field.valid and all(e.startswith(_DOUBT) for e in field.errors):
+            if not field.valid and _only_doubt(field):
                 field.errors, field.valid = [], True
                 field.note = f"confirmed by {_describe(rule)}"
     flagged = {name for name, f in fields.items() if not f.valid}

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from extractor.crops import crop_fields
-from extractor.engines import get_engine
-from extractor.pipeline import Extractor, _mend_amounts, _require_confirmation
+from extractor.engines import Recognition, get_engine
+from extractor.pipeline import Extractor, _mend_amounts, _require_confirmation, _within
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
@@ -177,6 +177,19 @@ def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
     assert any("uncertain character" in e for e in name.errors)
     fixed = extractor.extract(path, "vat_invoice").pages[0].fields["buyer_name"]
     assert (fixed.value, fixed.valid, fixed.source) == (expected, True, "fallback")
+
+
+def test_a_fallback_name_takes_the_confidences_of_its_line_read_again() -> None:
+    """Full-page OCR scores a whole line; the line read again carries one confidence per
+    character (its label and spaces aside), and a second reading that differs is doubt."""
+    again = Recognition(
+        "称：天津 和平医院", 0.9, (0.99, 0.99, 0.98, 0.97, 1.0, 0.6, 0.95, 0.9, 0.99)
+    )
+    read, doubt = _within("天津 和平医院", 0.97, again)
+    assert doubt is None and read.text == "天津 和平医院"
+    assert read.char_confidences == (0.98, 0.97, 1.0, 0.6, 0.95, 0.9, 0.99)
+    read, doubt = _within("天津和平区医院", 0.97, again)
+    assert read.char_confidences == () and doubt == "read again as '称：天津 和平医院'"
 
 
 def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
