@@ -22,6 +22,7 @@ RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
+REACHED = 128  # flood-fill mark
 
 
 @dataclass(slots=True)
@@ -169,13 +170,13 @@ def _ruled_lines(ink: np.ndarray, ppm: float) -> np.ndarray:
             runs, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, across)
         )
         thin |= cv2.bitwise_and(runs, cv2.bitwise_not(wide))
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(thin, connectivity=8)
-    x, y = stats[:, cv2.CC_STAT_LEFT], stats[:, cv2.CC_STAT_TOP]
-    right = x + stats[:, cv2.CC_STAT_WIDTH]
-    bottom = y + stats[:, cv2.CC_STAT_HEIGHT]
-    out = (x <= 1) | (y <= 1) | (right >= w - 1) | (bottom >= h - 1)
-    out[0] = False  # the background
-    return (out[labels] * 255).astype(np.uint8)
+    # the pieces that reach the crop's edge, flooded from there (cheaper than labelling)
+    seeds = [(int(x), y) for y in (0, h - 1) for x in np.flatnonzero(thin[y])]
+    seeds += [(x, int(y)) for x in (0, w - 1) for y in np.flatnonzero(thin[:, x])]
+    for seed in seeds:
+        if thin[seed[1], seed[0]] == WHITE:
+            cv2.floodFill(thin, None, seed, REACHED, flags=8)
+    return np.where(thin == REACHED, WHITE, 0).astype(np.uint8)
 
 
 def _runs(profile: np.ndarray, threshold: float, bridge: int) -> list[tuple[int, int]]:
