@@ -460,13 +460,20 @@ class Extractor:
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
-        start = value_start(raw)  # a leading ¥ or ⊗ says nothing about the value
+        # the characters whose doubt counts: not a leading ¥ or ⊗, nor a date's 年/月/日 and
+        # separators once the date reads as one (the value is its digits)
+        start = value_start(raw)
+        telling = [
+            i
+            for i in range(start, len(raw))
+            if spec.kind is not FieldKind.date or checked.errors or raw[i].isdigit()
+        ]
         if raw and confidence < self.min_confidence:
             errors.append(f"{_DOUBT[0]} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
-            read.char_confidences[start:], default=1
+            (read.char_confidences[i] for i in telling), default=1
         ) < _char_bar(spec):
-            weakest = min(range(start, len(raw)), key=lambda i: read.char_confidences[i])
+            weakest = min(telling, key=lambda i: read.char_confidences[i])
             errors.append(
                 f"{_DOUBT[1]} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"

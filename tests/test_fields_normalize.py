@@ -79,6 +79,9 @@ def test_field_value_error_is_a_roi_error_and_a_value_error() -> None:
         "2024/5/12",
         "20240512",
         "２０２４年０５月１２日",
+        "2024年05/12日",  # one of 年/月/日 misread (blur): the other two still place the parts
+        "2024/05月12日",
+        "2024年05月12/",
     ],
 )
 def test_date(raw: str) -> None:
@@ -101,6 +104,8 @@ def test_date_single_digit_month_and_day() -> None:
         ("1989-12-31", "year 1989 is outside 1990..2100"),
         ("2101-01-01", "year 2101"),
         ("2024-05/12", "mixed date separators"),
+        ("2024年05/12/", "not a date"),  # two of the three misread: no longer sure
+        ("2024年5/12日", "not a date"),  # unpadded: 5/1 or 5/12?
         ("2024年05月", "not a date"),
         ("24-05-12", "not a date"),
         ("2024512", "not a date"),

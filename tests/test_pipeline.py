@@ -192,6 +192,23 @@ def test_a_fallback_name_takes_the_confidences_of_its_line_read_again() -> None:
     assert read.char_confidences == () and doubt == "read again as '称：天津 和平医院'"
 
 
+def test_a_dates_doubt_is_its_digits_doubt(extractor: Extractor) -> None:
+    """heavy/vat_invoice_0041 read its date '2025年05/07日', the '/' (a blurred 月) at 0.49: the
+    date is its digits, so a doubtful 年/月/日 or separator does not flag it; a doubtful digit
+    does, and so does any doubt when the text does not read as a date."""
+    spec = TemplateStore().get("vat_invoice").field("issue_date")
+    confs = [0.99] * 11
+    confs[7] = 0.49
+    field = extractor._field(spec, Recognition("2025年05/07日", 0.95, tuple(confs)), None)
+    assert (field.value, field.valid, field.errors) == ("2025-05-07", True, [])
+    confs[7], confs[6] = 0.99, 0.49
+    field = extractor._field(spec, Recognition("2025年05/07日", 0.95, tuple(confs)), None)
+    assert not field.valid and field.errors == ["uncertain character '5' at 7 (confidence 0.49)"]
+    confs[6], confs[4] = 0.99, 0.49
+    field = extractor._field(spec, Recognition("2025年05/0/日", 0.95, tuple(confs)), None)
+    assert not field.valid and any("uncertain character '年'" in e for e in field.errors)
+
+
 def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
     values = {"amount": "4513.27", "tax": "586.73", "total": "5100.00", "total_in_words": "5100.00"}
     fields = {

@@ -30,6 +30,11 @@ _DATE_SEP = re.compile(
     r"(?P<y>\d{4})(?P<sep1>[-./])(?P<m>\d{1,2})(?P<sep2>[-./])(?P<d>\d{1,2})", re.ASCII
 )
 _DATE_COMPACT = re.compile(r"(?P<y>\d{4})(?P<m>\d{2})(?P<d>\d{2})", re.ASCII)
+_DATE_CN_SLIP = re.compile(
+    r"(?P<y>\d{4})(?P<a>\D)(?P<m>\d{2})(?P<b>\D)(?P<d>\d{2})(?P<c>\D)?", re.ASCII
+)
+"""年MM月DD日 with one of its three characters misread as another non-digit (blur makes 月 a
+'/'): the other two and the zero-padded groups still say which part is which."""
 
 
 def _squeeze(raw: str) -> str:
@@ -89,10 +94,18 @@ def normalize_date(raw: str) -> str:
         if m["sep1"] != m["sep2"]:
             raise FieldValueError(f"mixed date separators in {text!r}")
     else:
-        m = _DATE_CN.fullmatch(text) or _DATE_COMPACT.fullmatch(text)
+        m = _DATE_CN.fullmatch(text) or _DATE_COMPACT.fullmatch(text) or _cn_slip(text)
     if m is None:
         raise FieldValueError(f"not a date: {text!r}")
     return _checked_date(int(m["y"]), int(m["m"]), int(m["d"]))
+
+
+def _cn_slip(text: str) -> re.Match[str] | None:
+    m = _DATE_CN_SLIP.fullmatch(text)
+    if m is None:
+        return None
+    marks = (m["a"] == "年", m["b"] == "月", m["c"] == "日")
+    return m if sum(marks) == 2 else None
 
 
 def _checked_date(year: int, month: int, day: int) -> str:
