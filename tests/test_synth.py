@@ -309,3 +309,24 @@ def test_cli_writes_a_small_set(tmp_path: Path) -> None:
     ]
     truth = json.loads((tmp_path / "heavy/vat_invoice_0003.json").read_text(encoding="utf-8"))
     assert truth["seed"] == 90003 and truth["level"] == "heavy"
+
+
+def test_heavy_geometry_with_medium_quality_keeps_every_geometric_draw() -> None:
+    """bench/geometry.py measures the heavy level's misregistration alone: the same pages'
+    geometry (and turns), with the medium level's blur, noise and JPEG quality."""
+    from bench.geometry import medium_quality_heavy_geometry
+    from extractor.synth import degrade
+
+    seed = 20269508  # a phone photo with motion blur, then turned: draws after the blur's
+    heavy = make_document(seed, "heavy").truth["degradations"]
+    assert "motion" in heavy["blur"] and "turn" in heavy
+    with medium_quality_heavy_geometry():
+        milder = make_document(seed, "heavy").truth["degradations"]
+    assert milder["geometry"] == heavy["geometry"] and milder.get("turn") == heavy.get("turn")
+    assert milder["page_to_image"] == heavy["page_to_image"]
+    low, high = degrade.BLUR_SIGMA["medium"]
+    assert low <= milder["blur"]["sigma_px"] <= high
+    assert milder["blur"]["motion"]["length_px"] == 0
+    assert degrade.JPEG_QUALITY["medium"][0] <= milder["jpeg"]["quality"]
+    # and the heavy level is itself again after the block
+    assert make_document(seed, "heavy").truth["degradations"] == heavy

@@ -43,6 +43,8 @@ CLEAN_JPEG_QUALITY = 85
 JPEG_QUALITY = {"light": (70, 86), "medium": (58, 80), "heavy": (45, 75)}
 MIN_PHOTO_PX_PER_MM = 4.3  # a phone photo resolves the page at >= ~110 dpi
 NOISE_SIGMA = {"light": (0.8, 2.0), "medium": (1.5, 4.0), "heavy": (3.0, 7.0)}
+BLUR_SIGMA = {"light": (0.0, 0.6), "medium": (0.5, 1.2), "heavy": (0.8, 2.0)}  # Gaussian, px
+MOTION_BLUR_PX = (2.0, 5.0)  # length of the motion blur 2 in 5 phone photos get
 
 
 @dataclass
@@ -418,7 +420,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
     fax = (level == "medium" and rng.random() < 0.25) or (
         level == "heavy" and not photo and rng.random() < 0.3
     )
-    blur_range = {"light": (0.0, 0.6), "medium": (0.5, 1.2), "heavy": (0.8, 2.0)}[level]
+    blur_range = BLUR_SIGMA[level]
     if fax:  # a fax machine scans sharp, then thresholds
         blur_range = (0.2, 0.6)
     if level != "light" or rng.random() < 0.6:
@@ -427,7 +429,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
             img = cv2.GaussianBlur(img, (0, 0), sigma)
         blur: dict[str, object] = {"sigma_px": _r(sigma)}
         if photo and rng.random() < 0.4:
-            length, angle = rng.uniform(2, 5), rng.uniform(0, 180)
+            length, angle = rng.uniform(*MOTION_BLUR_PX), rng.uniform(0, 180)
             img = cv2.filter2D(img, -1, motion_kernel(length, angle))
             blur["motion"] = {"length_px": _r(length, 2), "angle_deg": _r(angle, 1)}
         params["blur"] = blur
