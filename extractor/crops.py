@@ -12,13 +12,14 @@ from dataclasses import dataclass
 import cv2
 import numpy as np
 
-from extractor.templates import FieldSpec, Template
+from extractor.templates import FieldKind, FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
 GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this is grey
 PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
+EXTRA_MARGIN_MM = 4.0  # more margin on a side that a line runs out of
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
@@ -58,8 +59,37 @@ def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) ->
     ]
     shift = float(np.median(offsets)) if len(offsets) >= MIN_FIELDS_FOR_OFFSET else 0.0
     if abs(shift) < MIN_OFFSET_MM * ppm:
-        return [c.finish(rect) for c, rect in zip(loose, first, strict=True)]
-    return [c.finish(tighten(c.ink, c.shifted(shift), ppm)) for c in loose]
+        shift = 0.0
+        rects = first
+    else:
+        rects = [tighten(c.ink, c.shifted(shift), ppm) for c in loose]
+    return [
+        _widened(page, homography, template, c, rect, shift)
+        for c, rect in zip(loose, rects, strict=True)
+    ]
+
+
+def _widened(
+    page: np.ndarray,
+    homography: np.ndarray,
+    template: Template,
+    loose: _LooseCrop,
+    rect: tuple[int, int, int, int] | None,
+    shift: float,
+) -> Crop:
+    """The field's crop. An amount is printed right-aligned: when its line runs to the right
+    edge of its loose crop (the data printed further right of its box than the margin allows,
+    its last digits cut), it is cut again with EXTRA_MARGIN_MM more on the right and tightened
+    again. Not other fields, nor the left: a name or a code ends where it ends, and what runs
+    on beyond the margin is a neighbour (the 密 of 密码区 beside the buyer's name)."""
+    if rect is None or loose.spec.kind is not FieldKind.amount:
+        return loose.finish(rect)
+    x, _, w, _ = rect
+    if x + w < loose.ink.shape[1]:
+        return loose.finish(rect)
+    wider = _LooseCrop.cut(page, homography, template, loose.spec, (0.0, EXTRA_MARGIN_MM))
+    again = tighten(wider.ink, wider.shifted(shift), template.px_per_mm)
+    return wider.finish(again) if again is not None else loose.finish(rect)
 
 
 @dataclass(slots=True)
@@ -74,15 +104,21 @@ class _LooseCrop:
 
     @classmethod
     def cut(
-        cls, page: np.ndarray, homography: np.ndarray, template: Template, spec: FieldSpec
+        cls,
+        page: np.ndarray,
+        homography: np.ndarray,
+        template: Template,
+        spec: FieldSpec,
+        extra_mm: tuple[float, float] = (0.0, 0.0),
     ) -> _LooseCrop:
+        """The box with the template's margin (``extra_mm`` more on the left and right)."""
         ppm = template.px_per_mm
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
         box = spec.box
-        x0 = max(0.0, (box.x - margin) * ppm)
+        x0 = max(0.0, (box.x - margin - extra_mm[0]) * ppm)
         y0 = max(0.0, (box.y - margin) * ppm)
-        x1 = min(float(ref_w), (box.x + box.w + margin) * ppm)
+        x1 = min(float(ref_w), (box.x + box.w + margin + extra_mm[1]) * ppm)
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
         to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
         loose = cv2.warpPerspective(

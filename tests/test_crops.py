@@ -61,3 +61,21 @@ def test_print_blurred_into_one_blob_is_not_taken_for_a_rule() -> None:
         erased = dark & (loose.clean == 255)
         assert np.count_nonzero(dark) > 800
         assert np.count_nonzero(erased) < 0.05 * np.count_nonzero(dark), name
+
+
+def test_an_amount_printed_past_its_box_is_cut_wider() -> None:
+    """A crooked scan whose data layer sits 4-5 mm right of the form (synthetic seed 20269540,
+    bench/geometry.py's pages): the tax, right-aligned, runs past its box and the crop margin,
+    and its last digit was cut ('¥7.7' read 7.20). The crop is cut again wider on the right."""
+    from bench.geometry import medium_quality_heavy_geometry
+    from extractor.pipeline import Extractor
+    from extractor.synth.generate import make_document
+
+    with medium_quality_heavy_geometry():
+        document = make_document(20269540, "heavy")
+    printed = document.truth["pages"][0]["print"]
+    assert printed["data_offset_mm"][0] > TemplateStore().get("vat_invoice").crop_margin_mm
+    (page,) = Extractor(fallback="never").extract(document.jpeg, "vat_invoice").pages
+    expected = document.truth["pages"][0]["fields"]
+    for name in ("amount", "tax", "total"):
+        assert page.fields[name].value == expected[name] and page.fields[name].valid
