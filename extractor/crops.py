@@ -19,7 +19,7 @@ GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this 
 PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
-EXTRA_MARGIN_MM = 4.0  # more margin on a side that a line runs out of
+EXTRA_MARGIN_MM = 4.0  # more margin on the right of an amount that runs out of its crop
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
@@ -87,7 +87,7 @@ def _widened(
     x, _, w, _ = rect
     if x + w < loose.ink.shape[1]:
         return loose.finish(rect)
-    wider = _LooseCrop.cut(page, homography, template, loose.spec, (0.0, EXTRA_MARGIN_MM))
+    wider = _LooseCrop.cut(page, homography, template, loose.spec, EXTRA_MARGIN_MM)
     again = tighten(wider.ink, wider.shifted(shift), template.px_per_mm)
     return wider.finish(again) if again is not None else loose.finish(rect)
 
@@ -109,16 +109,16 @@ class _LooseCrop:
         homography: np.ndarray,
         template: Template,
         spec: FieldSpec,
-        extra_mm: tuple[float, float] = (0.0, 0.0),
+        extra_right_mm: float = 0.0,
     ) -> _LooseCrop:
-        """The box with the template's margin (``extra_mm`` more on the left and right)."""
+        """The box with the template's margin (and ``extra_right_mm`` more on the right)."""
         ppm = template.px_per_mm
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
         box = spec.box
-        x0 = max(0.0, (box.x - margin - extra_mm[0]) * ppm)
+        x0 = max(0.0, (box.x - margin) * ppm)
         y0 = max(0.0, (box.y - margin) * ppm)
-        x1 = min(float(ref_w), (box.x + box.w + margin + extra_mm[1]) * ppm)
+        x1 = min(float(ref_w), (box.x + box.w + margin + extra_right_mm) * ppm)
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
         to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
         loose = cv2.warpPerspective(
