@@ -120,15 +120,7 @@ class _LooseCrop:
         y0 = max(0.0, (box.y - margin) * ppm)
         x1 = min(float(ref_w), (box.x + box.w + margin + extra_right_mm) * ppm)
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
-        to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
-        loose = cv2.warpPerspective(
-            page,
-            to_page,
-            (round(x1 - x0), round(y1 - y0)),
-            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-            borderMode=cv2.BORDER_CONSTANT,
-            borderValue=(255, 255, 255),
-        )
+        loose, to_page = cut_out(page, homography, (x0, y0), (round(x1 - x0), round(y1 - y0)))
         clean, ink = separate_ink(loose, ppm)
         core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
         return cls(spec, to_page, clean, ink, core)
@@ -148,6 +140,25 @@ class _LooseCrop:
         )
         quad = cv2.perspectiveTransform(corners, self.to_page)[0].astype(np.float32)
         return Crop(self.spec, self.clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
+
+
+def cut_out(
+    page: np.ndarray, homography: np.ndarray, origin: tuple[float, float], size: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The region of the reference page at ``origin`` (reference px) of ``size`` (w, h), cut out
+    of ``page`` upright through ``homography`` (reference px -> page px), white outside the
+    page; and the map from the cut-out's px to page px."""
+    x0, y0 = origin
+    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+    image = cv2.warpPerspective(
+        page,
+        to_page,
+        size,
+        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+        borderMode=cv2.BORDER_CONSTANT,
+        borderValue=(255, 255, 255),
+    )
+    return image, to_page
 
 
 def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:

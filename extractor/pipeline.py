@@ -23,7 +23,7 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from extractor.crops import Crop, crop_fields, separate_ink
+from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.errors import TemplateError
 from extractor.fallback import (
@@ -442,17 +442,8 @@ class Extractor:
         ).reshape(-1, 2)
         (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
         pad = max(3.0, 0.25 * (y1 - y0))
-        x0, y0 = x0 - pad, y0 - pad
-        to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
-        size = (max(1, round(x1 - x0 + pad)), max(1, round(y1 - y0 + pad)))
-        crop = cv2.warpPerspective(
-            image,
-            to_page,
-            size,
-            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-            borderMode=cv2.BORDER_CONSTANT,
-            borderValue=(255, 255, 255),
-        )
+        size = (max(1, round(x1 - x0 + 2 * pad)), max(1, round(y1 - y0 + 2 * pad)))
+        crop, _ = cut_out(image, homography, (x0 - pad, y0 - pad), size)
         clean, _ = separate_ink(crop, template.px_per_mm)
         return self.engine.recognize([clean], [None])[0]
 

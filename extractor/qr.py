@@ -10,10 +10,10 @@ payload right) in 0.5 ms per page, where OpenCV's ``QRCodeDetector`` read 42 in 
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 import zxingcpp
 
+from extractor.crops import cut_out
 from extractor.fields import FieldValueError, get_normalizer
 from extractor.templates import Template
 
@@ -24,17 +24,8 @@ def read_qr(page: np.ndarray, homography: np.ndarray, template: Template) -> str
         return None
     ppm = template.px_per_mm
     box = template.qr.box
-    x0, y0 = box.x * ppm, box.y * ppm
     size = (round(box.w * ppm), round(box.h * ppm))
-    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
-    crop = cv2.warpPerspective(
-        page,
-        to_page,
-        size,
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_CONSTANT,
-        borderValue=(255, 255, 255),
-    )
+    crop, _ = cut_out(page, homography, (box.x * ppm, box.y * ppm), size)
     gray = crop if crop.ndim == 2 else crop[..., 2]  # red channel: the red seal drops out
     found = zxingcpp.read_barcodes(gray, formats=zxingcpp.BarcodeFormat.QRCode)
     return next((code.text for code in found if code.text), None)
