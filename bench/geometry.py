@@ -17,32 +17,13 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from extractor.evaluate import Tally
 from extractor.pipeline import Extractor
-from extractor.synth import degrade
+from extractor.synth.degrade import medium_quality_heavy_geometry
 from extractor.synth.generate import make_document
 
 FIRST_SEED = 20269500  # the fixtures use 20260001-20260044 and 20265001-...
-
-
-@contextmanager
-def medium_quality_heavy_geometry() -> Iterator[None]:
-    """Inside the block, the heavy level keeps its geometry and takes the medium level's image
-    quality; every random draw is made as before, so a seed's page has the same geometry."""
-    tables = (degrade.BLUR_SIGMA, degrade.NOISE_SIGMA, degrade.JPEG_QUALITY)
-    saved = [table["heavy"] for table in tables], degrade.MOTION_BLUR_PX
-    for table in tables:
-        table["heavy"] = table["medium"]
-    degrade.MOTION_BLUR_PX = (0.0, 0.0)  # drawn all the same: a 0 px blur changes nothing
-    try:
-        yield
-    finally:
-        for table, value in zip(tables, saved[0], strict=True):
-            table["heavy"] = value
-        degrade.MOTION_BLUR_PX = saved[1]
 
 
 def main() -> None:

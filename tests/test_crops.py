@@ -67,8 +67,8 @@ def test_an_amount_printed_past_its_box_is_cut_wider() -> None:
     """A crooked scan whose data layer sits 4-5 mm right of the form (synthetic seed 20269540,
     bench/geometry.py's pages): the tax, right-aligned, runs past its box and the crop margin,
     and its last digit was cut ('¥7.7' read 7.20). The crop is cut again wider on the right."""
-    from bench.geometry import medium_quality_heavy_geometry
     from extractor.pipeline import Extractor
+    from extractor.synth.degrade import medium_quality_heavy_geometry
     from extractor.synth.generate import make_document
 
     with medium_quality_heavy_geometry():

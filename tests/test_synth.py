@@ -314,8 +314,8 @@ def test_cli_writes_a_small_set(tmp_path: Path) -> None:
 def test_heavy_geometry_with_medium_quality_keeps_every_geometric_draw() -> None:
     """bench/geometry.py measures the heavy level's misregistration alone: the same pages'
     geometry (and turns), with the medium level's blur, noise and JPEG quality."""
-    from bench.geometry import medium_quality_heavy_geometry
     from extractor.synth import degrade
+    from extractor.synth.degrade import medium_quality_heavy_geometry
 
     seed = 20269508  # a phone photo with motion blur, then turned: draws after the blur's
     heavy = make_document(seed, "heavy").truth["degradations"]

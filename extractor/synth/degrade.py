@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import cv2
@@ -469,3 +471,22 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
     data, image = jpeg_round_trip(image, quality)
     params["jpeg"] = {"quality": quality}
     return Scan(image, data, params, page_to_image / page_to_image[2, 2])
+
+
+@contextmanager
+def medium_quality_heavy_geometry() -> Iterator[None]:
+    """Inside the block, the heavy level keeps its geometry and takes the medium level's image
+    quality; every random draw is made as before, so a seed's page has the same geometry
+    (bench/geometry.py: the heavy level's misregistration alone)."""
+    global MOTION_BLUR_PX
+    tables = (BLUR_SIGMA, NOISE_SIGMA, JPEG_QUALITY)
+    saved = [table["heavy"] for table in tables], MOTION_BLUR_PX
+    for table in tables:
+        table["heavy"] = table["medium"]
+    MOTION_BLUR_PX = (0.0, 0.0)  # drawn all the same: a 0 px blur changes nothing
+    try:
+        yield
+    finally:
+        for table, value in zip(tables, saved[0], strict=True):
+            table["heavy"] = value
+        MOTION_BLUR_PX = saved[1]
