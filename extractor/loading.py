@@ -285,16 +285,28 @@ def _tiff_pages(
 
 
 def _text_layer(page: object) -> list[Word] | None:
-    """The page's words in mm, or None when it has no usable text layer (a scanned PDF)."""
+    """The page's words in mm as the page is shown (and rendered: a page with /Rotate turns
+    its words with it), or None when it has no usable text layer (a scanned PDF)."""
+    import pymupdf
+
     try:
         raw = page.get_text("words", sort=True)  # type: ignore[attr-defined]
+        turn = page.rotation_matrix  # type: ignore[attr-defined]
     except Exception:
         return None
-    words = [
-        Word(x0 * MM_PER_PT, y0 * MM_PER_PT, x1 * MM_PER_PT, y1 * MM_PER_PT, clean)
-        for x0, y0, x1, y1, text, *_ in raw
-        if (clean := text.replace("\ufffd", "").strip())
-    ]
+    words = []
+    for x0, y0, x1, y1, text, *_ in raw:
+        if clean := text.replace("\ufffd", "").strip():
+            shown = pymupdf.Rect(x0, y0, x1, y1) * turn
+            words.append(
+                Word(
+                    shown.x0 * MM_PER_PT,
+                    shown.y0 * MM_PER_PT,
+                    shown.x1 * MM_PER_PT,
+                    shown.y1 * MM_PER_PT,
+                    clean,
+                )
+            )
     return words if len(words) >= MIN_TEXT_LAYER_WORDS else None
 
 

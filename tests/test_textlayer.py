@@ -148,3 +148,22 @@ def test_a_page_of_another_size_is_read_from_its_text_layer_once_registered(
             x, y, w, h = field.box
             assert at[0] * dpi <= x and x + w <= (at[0] + 210 * scale) * dpi
             assert at[1] * dpi <= y and y + h <= (at[1] + 140 * scale) * dpi
+
+
+@pytest.mark.parametrize("degrees", [90, 180, 270])
+def test_a_page_shown_turned_is_read_from_its_text_layer(
+    extractor: Extractor, degrees: int
+) -> None:
+    """A PDF page with /Rotate is rendered turned; its words are turned with it, and the frame
+    registration maps them back onto the form."""
+    pdf = ROOT / "fixtures/digital/pdf/vat_invoice_digital_0001.pdf"
+    expected = json.loads(pdf.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]
+    doc = pymupdf.open(pdf)
+    doc[0].set_rotation(degrees)
+    (page,) = extractor.extract(doc.tobytes(), "vat_invoice_digital").pages
+    assert page.registration == "text_layer" and page.timings_ms.recognize == 0
+    assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
+    assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+    # boxes are on the page as rendered: a name's box stands upright on a quarter-turned page
+    *_, w, h = page.fields["buyer_name"].box
+    assert (h > w) == (degrees in (90, 270))
