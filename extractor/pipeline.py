@@ -726,7 +726,8 @@ def _require_confirmation(
             field = fields[name]
             if not field.valid and _only_doubt(field):
                 field.errors, field.valid = [], True
-                field.note = f"confirmed by {_describe(rule)}"
+                confirmed = f"confirmed by {_describe(rule)}"  # after a mend's note, not over it
+                field.note = f"{field.note}; {confirmed}" if field.note else confirmed
     flagged = {name for name, f in fields.items() if not f.valid}
     for name, why in unconfirmed(template, values, flagged).items():
         field = fields[name]

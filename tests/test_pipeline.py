@@ -221,6 +221,22 @@ def _amounts(**changes: tuple[str | None, list[str]]) -> dict[str, FieldResult]:
     return fields
 
 
+def test_a_mended_amount_confirmed_by_a_rule_keeps_its_mend_in_the_note() -> None:
+    """A total read '¥5100 00' with a doubtful digit: its point is restored from amount + tax,
+    and the words then confirm it; the note says both, the mend is never silent."""
+    template = TemplateStore().get("vat_invoice")
+    doubt = ["uncertain character '1' at 2 (confidence 0.41)"]
+    fields = _amounts(total=("510000", doubt))
+    fields["total"].raw = "¥5100 00"
+    _mend_amounts(template, fields)
+    _require_confirmation(template, fields, {})
+    total = fields["total"]
+    assert (total.value, total.valid) == ("5100.00", True)
+    assert total.note == (
+        "decimal point restored from amount + tax = total; confirmed by amount + tax = total"
+    )
+
+
 def test_an_amount_one_character_off_what_two_passing_readings_give_is_mended() -> None:
     """heavy synthetic page 20269231 read its total '¥47443.489' (a speck after the 8) while
     amount and tax read right: the total takes amount + tax, and says so."""
