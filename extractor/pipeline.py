@@ -301,7 +301,7 @@ class Extractor:
             fields[spec.name] = field
             if field.valid:
                 used.update(id(w) for w in inside)
-        self._text_beside_labels(words, to_page, template, fields, used)
+        self._text_beside_labels(words, to_page, template, fields, used, labels)
         if not all(fields[f.name].valid for f in template.fields if f.required):
             return None
         if alignment is None:
@@ -316,18 +316,19 @@ class Extractor:
         template: Template,
         fields: dict[str, FieldResult],
         used: set[int],
+        labels: set[str],
     ) -> None:
         """Fields whose box holds no valid text, from the text layer (``words`` in the
         template's mm) beside their printed label (another revision of the layout, whose cells
-        moved), in place; each word serves one field only (amount and tax share the label 合计)."""
+        moved), in place; each word serves one field only (amount and tax share the label 合计).
+        ``labels``: the form's printed labels, normalised, which are never a value."""
         to_mm = np.diag([1 / template.px_per_mm, 1 / template.px_per_mm, 1.0])
-        stoplist = {norm(f.label) for f in template.fields if f.label}
+        grouped = _text_lines([w for w in words if id(w) not in used])
         for spec in template.fields:
             if fields[spec.name].valid:
                 continue
-            grouped = _text_lines([w for w in words if id(w) not in used])
             lines = [line for line, _ in grouped]
-            found = beside_label(lines, spec, _reach(spec, template, to_mm), stoplist, row=True)
+            found = beside_label(lines, spec, _reach(spec, template, to_mm), labels, row=True)
             if found is None:
                 continue
             text, _, quad = found
@@ -336,7 +337,8 @@ class Extractor:
                 field.source = "text_layer"
                 field.note = "read beside its label: the text is not in the template's box"
                 fields[spec.name] = field
-                used.update(id(w) for line, words in grouped if line.quad is quad for w in words)
+                used.update(id(w) for line, held in grouped if line.quad is quad for w in held)
+                grouped = _text_lines([w for w in words if id(w) not in used])
 
     # -- fallback -----------------------------------------------------------------------------
 
