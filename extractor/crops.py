@@ -19,7 +19,10 @@ GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this 
 PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
-EXTRA_MARGIN_MM = 4.0  # more margin on the right of an amount that runs out of its crop
+EXTRA_MARGIN_MM = 4.0  # more margin on the side a field's line runs out of its crop
+STRICT_KINDS = frozenset({FieldKind.code, FieldKind.tax_id, FieldKind.date})
+"""Fields whose format tells a whole reading from a cut one (a fixed length, a check digit, a
+calendar date): those cut short are read again from a wider crop (:attr:`Crop.wider`)."""
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 WHITE = 255
@@ -36,6 +39,10 @@ class Crop:
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
+    wider: Crop | None = None
+    """The field cut again with EXTRA_MARGIN_MM more on the side(s) its line runs out of the
+    crop (print shifted past the margin), for a field with a strict format: read when the
+    reading of this crop fails its checks."""
 
     @property
     def field(self) -> str:
@@ -77,19 +84,33 @@ def _widened(
     rect: tuple[int, int, int, int] | None,
     shift: float,
 ) -> Crop:
-    """The field's crop. An amount is printed right-aligned: when its line runs to the right
-    edge of its loose crop (the data printed further right of its box than the margin allows,
-    its last digits cut), it is cut again with EXTRA_MARGIN_MM more on the right and tightened
-    again. Not other fields, nor the left: a name or a code ends where it ends, and what runs
-    on beyond the margin is a neighbour (the 密 of 密码区 beside the buyer's name)."""
-    if rect is None or loose.spec.kind is not FieldKind.amount:
+    """The field's crop, for a line that runs out of its loose crop (the data printed further
+    off its box than the margin allows, its first or last characters cut):
+
+    - an amount is printed right-aligned: when its line runs out on the right, it is cut again
+      with EXTRA_MARGIN_MM more on the right and tightened again;
+    - a field with a strict format (:data:`STRICT_KINDS`) gets a wider crop on the side(s) it
+      runs out, read only if the reading of its own crop fails its checks;
+    - not names: what runs on beyond the margin may be a neighbour (the 密 of 密码区 beside the
+      buyer's name), and no check would tell."""
+    if rect is None:
         return loose.finish(rect)
     x, _, w, _ = rect
-    if x + w < loose.ink.shape[1]:
+    left, right = x <= 0, x + w >= loose.ink.shape[1]
+    kind = loose.spec.kind
+    if not (left or right) or kind not in STRICT_KINDS | {FieldKind.amount}:
         return loose.finish(rect)
-    wider = _LooseCrop.cut(page, homography, template, loose.spec, EXTRA_MARGIN_MM)
-    again = tighten(wider.ink, wider.shifted(shift), template.px_per_mm)
-    return wider.finish(again) if again is not None else loose.finish(rect)
+    extra_left = EXTRA_MARGIN_MM if left and kind is not FieldKind.amount else 0.0
+    extra_right = EXTRA_MARGIN_MM if right else 0.0
+    if not (extra_left or extra_right):
+        return loose.finish(rect)
+    wide = _LooseCrop.cut(page, homography, template, loose.spec, extra_left, extra_right)
+    again = tighten(wide.ink, wide.shifted(shift), template.px_per_mm)
+    if kind is FieldKind.amount:
+        return wide.finish(again) if again is not None else loose.finish(rect)
+    crop = loose.finish(rect)
+    crop.wider = wide.finish(again) if again is not None else None
+    return crop
 
 
 @dataclass(slots=True)
@@ -109,14 +130,15 @@ class _LooseCrop:
         homography: np.ndarray,
         template: Template,
         spec: FieldSpec,
+        extra_left_mm: float = 0.0,
         extra_right_mm: float = 0.0,
     ) -> _LooseCrop:
-        """The box with the template's margin (and ``extra_right_mm`` more on the right)."""
+        """The box with the template's margin (and ``extra_*_mm`` more on the left and right)."""
         ppm = template.px_per_mm
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
         box = spec.box
-        x0 = max(0.0, (box.x - margin) * ppm)
+        x0 = max(0.0, (box.x - margin - extra_left_mm) * ppm)
         y0 = max(0.0, (box.y - margin) * ppm)
         x1 = min(float(ref_w), (box.x + box.w + margin + extra_right_mm) * ppm)
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)

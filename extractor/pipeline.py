@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import product
@@ -109,7 +109,11 @@ class PreparedPage:
 
     @property
     def allowlists(self) -> list[str | None]:
-        return [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in self.crops]
+        return _allowlists(self.crops)
+
+
+def _allowlists(crops: Sequence[Crop]) -> list[str | None]:
+    return [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in crops]
 
 
 class Extractor:
@@ -259,6 +263,8 @@ class Extractor:
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
                 for crop, read in zip(prepared.crops, reads, strict=True)
             }
+        with _timed(prepared.timings, "recognize"):
+            self._read_wider(prepared.crops, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
         if self._wants_fallback(prepared, fields):
             with _timed(prepared.timings, "fallback"):
@@ -266,6 +272,19 @@ class Extractor:
             if registration is None and labels is not None:
                 registration = "labels"
         return _conclude(prepared, fields, registration)
+
+    def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
+        """Fields that failed their checks and whose print runs out of their crop, read again
+        from their wider crop (:attr:`Crop.wider`); a wider reading that passes replaces them."""
+        again = [c.wider for c in crops if c.wider is not None and not fields[c.spec.name].valid]
+        if not again:
+            return
+        reads = self.engine.recognize([c.image for c in again], _allowlists(again))
+        for crop, read in zip(again, reads, strict=True):
+            field = self._field(crop.spec, read, crop.quad)
+            if field.valid:
+                field.note = "read from a wider crop: the print runs out of the field's box"
+                fields[crop.spec.name] = field
 
     # -- born-digital PDFs ----------------------------------------------------------------------
 
@@ -367,10 +386,7 @@ class Extractor:
         second: dict[str, FieldResult] = {}
         if not prepared.alignment.matched and labels.homography is not None:
             crops = crop_fields(image, labels.homography, template)
-            reads = self.engine.recognize(
-                [c.image for c in crops],
-                [resolve_allowlist(c.spec.allowlist, c.spec.kind) for c in crops],
-            )
+            reads = self.engine.recognize([c.image for c in crops], _allowlists(crops))
             second = {
                 c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
                 for c, read in zip(crops, reads, strict=True)
@@ -566,7 +582,9 @@ def _fullpage_device(engine_options: dict[str, object]) -> tuple[Provider, int]:
     )
 
 
-def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
+def _mend_amounts(
+    template: Template, fields: dict[str, FieldResult], stated: Mapping[str, str] | None = None
+) -> None:
     """An amount whose reading is a slip away from the value the template's rules give it (from
     fields whose own readings passed: amount + tax, the amount in words) takes that value; the
     field's note says which slip and which rule, ``raw`` keeps what was read. The slips:
@@ -576,6 +594,11 @@ def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
       character read wrong, one too many or one missing ('47443.489'), with the ¥ in front read
       as a digit aside ('9140929.58'). Two passing readings give the value to the cent, so one
       that differs from it by one character is that value misread, not another value;
+    - the same in a reading that passed, when the value it is given is surer than it: two rules
+      give the same value ('¥16220.84' where amount + tax and the words both say 19220.84), or
+      each other field of the rule is vouched for without it (``stated``: the QR code's values;
+      or another rule that holds), as a tax read '45.01' where the QR code states the amount
+      and the words the total;
     - before those, the ¥ read as a digit where dropping it is the one way the amounts add up
       (:func:`_drop_misread_yen`)."""
     for rule in template.rules:
@@ -593,13 +616,44 @@ def _mend_amounts(template: Template, fields: dict[str, FieldResult]) -> None:
                 or field.value == implied
             ):
                 continue
-            slip = _slip(field, implied)
+            why = _describe(rule)
+            if not field.errors:
+                why = _surer(template, values, stated or {}, rule, name, implied)
+            slip = _slip(field, implied, passed_over=why is not None)
             if slip is None:
                 continue
             field.value = values[name] = implied
-            field.note = f"{slip} from {_describe(rule)}"
+            field.note = f"{slip} from {why or _describe(rule)}"
             if slip != _POINT_RESTORED:
                 field.errors, field.valid = [], True
+
+
+def _surer(
+    template: Template,
+    values: Mapping[str, str | None],
+    stated: Mapping[str, str],
+    rule: SumRule | SameRule,
+    name: str,
+    implied: str,
+) -> str | None:
+    """How the value ``rule`` gives ``name`` is surer than its passing reading, or None: another
+    rule gives the same value, or every other field ``rule`` names is vouched for without
+    ``name`` (the QR code states it, or a rule that holds and does not name ``name``)."""
+    others = [r for r in template.rules if r is not rule and name in rule_fields(r)]
+    agreeing = [r for r in others if implied_values(r, values).get(name) == implied]
+    if agreeing:
+        return " and ".join(_describe(r) for r in [rule, *agreeing])
+    vouchers: dict[str, str] = {
+        field: "the QR code" for field, value in stated.items() if values.get(field) == value
+    }
+    for holding in holding_rules(template, values):
+        if name not in rule_fields(holding):
+            for field in rule_fields(holding):
+                vouchers.setdefault(field, _describe(holding))
+    rest = [field for field in rule_fields(rule) if field != name]
+    if not all(field in vouchers for field in rest):
+        return None
+    return f"{_describe(rule)} ({'; '.join(f'{f} vouched for by {vouchers[f]}' for f in rest)})"
 
 
 def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
@@ -671,14 +725,17 @@ _POINT_RESTORED = "decimal point restored"
 _NOT_AMOUNT = re.compile(r"[^0-9.]")
 
 
-def _slip(field: FieldResult, implied: str) -> str | None:
+def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | None:
+    """The slip that makes ``implied`` read as the field's reading, or None. A reading that
+    passed its checks is mended only when ``passed_over`` (the value is surer, see
+    :func:`_surer`); else it is flagged by the rule, not mended."""
     raw = field.raw
     if not any(p in raw for p in ".．。·") and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
         "", implied
     ):
         return _POINT_RESTORED
-    if not field.errors:
-        return None  # a reading that passed disagrees with the rule: flagged, not mended
+    if not field.errors and not passed_over:
+        return None
     read = _NOT_AMOUNT.sub("", raw)
     for text, yen in ((read, ""), (read[1:], "the ¥ read as a digit, ")):
         if yen and (not raw[:1].isdigit() or "¥" in raw or "￥" in raw):
@@ -763,9 +820,9 @@ def _conclude(
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
-        _mend_amounts(template, fields)
-        _apply_rules(template, fields)
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
+        _mend_amounts(template, fields, stated)
+        _apply_rules(template, fields)
         _require_confirmation(template, fields, stated)
         _cross_check_qr(stated, fields)
     if registration is None:

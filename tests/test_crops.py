@@ -79,3 +79,29 @@ def test_an_amount_printed_past_its_box_is_cut_wider() -> None:
     expected = document.truth["pages"][0]["fields"]
     for name in ("amount", "tax", "total"):
         assert page.fields[name].value == expected[name] and page.fields[name].valid
+
+
+def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
+    """A dot-matrix print 5.5 mm left of the form (no scan: the printed page itself): the first
+    digit of the check code and of both tax ids lies beyond the crop margin, cut in half. Each
+    reading fails its checks, so the field is read again from a crop 4 mm wider on that side."""
+    import random
+
+    from extractor.pipeline import Extractor
+    from extractor.synth.content import make_invoice
+    from extractor.synth.render import render_invoice
+
+    invoice = make_invoice(random.Random(7))
+    printed = render_invoice(invoice, 200, random.Random("render:7"), offset_mm=(8.5, 0.5))
+    template = TemplateStore().get("vat_invoice")
+    assert printed.info["data_offset_mm"][0] < -(template.crop_margin_mm + 2.5)
+    png = cv2.imencode(".png", printed.image)[1].tobytes()
+    (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
+    expected = invoice.fields()
+    for name in ("check_code", "buyer_tax_id", "seller_tax_id"):
+        field = page.fields[name]
+        assert (field.value, field.valid) == (expected[name], True)
+        assert field.note == "read from a wider crop: the print runs out of the field's box"
+    assert all(
+        page.fields[name].note is None for name in ("invoice_code", "invoice_number", "issue_date")
+    )

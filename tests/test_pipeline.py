@@ -161,7 +161,9 @@ def test_a_decimal_point_lost_to_blur_is_restored(extractor: Extractor) -> None:
     total = page.fields["total"]
     assert "." not in total.raw
     assert total.value == truth(path)["pages"][0]["fields"]["total"] == "5985.24"
-    assert total.valid and total.note == "decimal point restored from amount + tax = total"
+    assert total.valid and total.note == (
+        "decimal point restored from amount + tax = total and total_in_words = total"
+    )
 
 
 def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
@@ -351,3 +353,37 @@ def test_an_amount_only_the_qr_code_can_vouch_for() -> None:
     stated = qr_values(template, "01,04,1100,12345678,4513.27,20240512,,abcd")
     _require_confirmation(template, fields, stated)
     assert fields["amount"].valid and not fields["tax"].valid
+
+
+def test_an_amount_that_passed_is_mended_when_the_value_it_is_given_is_surer() -> None:
+    """Read right but for one character, with full confidence: a total read '¥8100.00' where
+    amount + tax and the words both say 5100.00; a tax read '¥586.78' where the QR code states
+    the amount and the words state the total."""
+    template = TemplateStore().get("vat_invoice")
+    fields = _amounts()
+    fields["total"].value, fields["total"].raw = "8100.00", "¥8100.00"
+    _mend_amounts(template, fields)
+    total = fields["total"]
+    assert (total.value, total.raw, total.valid) == ("5100.00", "¥8100.00", True)
+    assert total.note == (
+        "one character corrected from amount + tax = total and total_in_words = total"
+    )
+    fields = _amounts()
+    fields["tax"].value, fields["tax"].raw = "586.78", "¥586.78"
+    _mend_amounts(template, fields, {"amount": "4513.27"})
+    tax = fields["tax"]
+    assert (tax.value, tax.valid) == ("586.73", True)
+    assert tax.note == (
+        "one character corrected from amount + tax = total (amount vouched for by the QR code; "
+        "total vouched for by total_in_words = total)"
+    )
+    # nothing vouches for the amount: the tax or the amount may be the one misread; flagged
+    fields = _amounts()
+    fields["tax"].value, fields["tax"].raw = "586.78", "¥586.78"
+    _mend_amounts(template, fields, {"amount": "4513.21"})
+    assert fields["tax"].value == "586.78" and fields["tax"].note is None
+    # two characters off: another value, not a misreading of this one
+    fields = _amounts()
+    fields["total"].value, fields["total"].raw = "8100.09", "¥8100.09"
+    _mend_amounts(template, fields)
+    assert fields["total"].value == "8100.09" and fields["total"].note is None
