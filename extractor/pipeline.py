@@ -70,9 +70,11 @@ character in a name. Measured on 68 fresh synthetic pages (seeds outside the fix
 24 medium, 12 light): of the ROI path's names that passed at 0.5, the 7 wrong ones had a
 weakest character of 0.57-0.62, the 111 right ones 0.51-1.0 (median 0.998); at 0.8, 6 of the 7
 wrong names and 7 of the 111 right ones are flagged (at 0.9: 7 and 11)."""
-_DOUBT = ("low recognition confidence", "uncertain character", "read again as")
-"""How the doubts read: a reading's confidence, one character's, a second reading that differs."""
+_DOUBT = ("low recognition confidence", "uncertain character", "read again as", "read with")
+"""How the doubts read: a reading's confidence, one character's, a second reading that differs,
+an amount read with another number of decimals than it is printed with."""
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
+_POINTS = ".．。·"  # what a decimal point is read as
 
 
 @contextmanager
@@ -487,6 +489,11 @@ class Extractor:
                 f"{_DOUBT[1]} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
+        if spec.decimals is not None and checked.value is not None and not checked.errors:
+            shown = _decimals_read(raw)
+            if shown != spec.decimals:
+                unit = "decimal" if shown == 1 else "decimals"
+                errors.append(f"{_DOUBT[3]} {shown} {unit} where {spec.decimals} are printed")
         return FieldResult(
             value=checked.value,
             raw=raw,
@@ -541,6 +548,12 @@ def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, s
     confs = iter(conf for _, conf in kept[at : at + len(norm(text))])
     per_char = tuple(next(confs) if norm(char) else 1.0 for char in text)
     return Recognition(text, float(np.mean(per_char)), per_char), None
+
+
+def _decimals_read(raw: str) -> int:
+    """Digits read after an amount's decimal point (0 when no point was read)."""
+    point = max(raw.rfind(p) for p in _POINTS)
+    return sum(ch.isdigit() for ch in raw[point + 1 :]) if point >= 0 else 0
 
 
 def _only_doubt(field: FieldResult) -> bool:
@@ -624,7 +637,10 @@ def _mend_amounts(
                 continue
             field.value = values[name] = implied
             field.note = f"{slip} from {why or _describe(rule)}"
-            if slip != _POINT_RESTORED:
+            if slip == _POINT_RESTORED:  # which explains the decimals read
+                field.errors = [e for e in field.errors if not e.startswith(_DOUBT[3])]
+                field.valid = not field.errors
+            else:
                 field.errors, field.valid = [], True
 
 
@@ -730,7 +746,7 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
     passed its checks is mended only when ``passed_over`` (the value is surer, see
     :func:`_surer`); else it is flagged by the rule, not mended."""
     raw = field.raw
-    if not any(p in raw for p in ".．。·") and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
+    if not any(p in raw for p in _POINTS) and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
         "", implied
     ):
         return _POINT_RESTORED

@@ -75,6 +75,11 @@ class FieldSpec(_Strict):
     required: bool = True
     label: str | None = Field(default=None, description="The printed label next to the value.")
     lines: Annotated[int, Field(ge=1, le=4)] = 1
+    decimals: Annotated[int, Field(ge=0, le=8)] | None = Field(
+        default=None,
+        description="How many decimals an amount is printed with: a reading with another count "
+        "(a digit or the point lost to blur) is in doubt.",
+    )
 
     @field_validator("regex")
     @classmethod
