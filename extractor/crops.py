@@ -7,7 +7,9 @@ removed, and the crop is tightened to the text line that best fills the box befo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import cv2
 import numpy as np
@@ -39,10 +41,10 @@ class Crop:
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
-    wider: Crop | None = None
-    """The field cut again with EXTRA_MARGIN_MM more on the side(s) its line runs out of the
-    crop (print shifted past the margin), for a field with a strict format: read when the
-    reading of this crop fails its checks."""
+    wider: Callable[[], Crop | None] | None = None
+    """For a field with a strict format whose line runs out of the crop (print shifted past
+    the margin): cuts the field again with EXTRA_MARGIN_MM more on that side (None when no line
+    is found there). Called only when the reading of this crop fails its checks."""
 
     @property
     def field(self) -> str:
@@ -104,13 +106,28 @@ def _widened(
     extra_right = EXTRA_MARGIN_MM if right else 0.0
     if not (extra_left or extra_right):
         return loose.finish(rect)
-    wide = _LooseCrop.cut(page, homography, template, loose.spec, extra_left, extra_right)
-    again = tighten(wide.ink, wide.shifted(shift), template.px_per_mm)
+    cut_again = partial(
+        _cut_again, page, homography, template, loose.spec, extra_left, extra_right, shift
+    )
     if kind is FieldKind.amount:
-        return wide.finish(again) if again is not None else loose.finish(rect)
+        return cut_again() or loose.finish(rect)
     crop = loose.finish(rect)
-    crop.wider = wide.finish(again) if again is not None else None
+    crop.wider = cut_again
     return crop
+
+
+def _cut_again(
+    page: np.ndarray,
+    homography: np.ndarray,
+    template: Template,
+    spec: FieldSpec,
+    extra_left_mm: float,
+    extra_right_mm: float,
+    shift: float,
+) -> Crop | None:
+    wide = _LooseCrop.cut(page, homography, template, spec, extra_left_mm, extra_right_mm)
+    rect = tighten(wide.ink, wide.shifted(shift), template.px_per_mm)
+    return wide.finish(rect) if rect is not None else None
 
 
 @dataclass(slots=True)

@@ -265,7 +265,7 @@ class Extractor:
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
                 for crop, read in zip(prepared.crops, reads, strict=True)
             }
-        with _timed(prepared.timings, "recognize"):
+        with _timed(prepared.timings, "crop"):
             self._read_wider(prepared.crops, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
         if self._wants_fallback(prepared, fields):
@@ -278,7 +278,8 @@ class Extractor:
     def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
         """Fields that failed their checks and whose print runs out of their crop, read again
         from their wider crop (:attr:`Crop.wider`); a wider reading that passes replaces them."""
-        again = [c.wider for c in crops if c.wider is not None and not fields[c.spec.name].valid]
+        cut = [c.wider() for c in crops if c.wider is not None and not fields[c.spec.name].valid]
+        again = [crop for crop in cut if crop is not None]
         if not again:
             return
         reads = self.engine.recognize([c.image for c in again], _allowlists(again))
@@ -811,6 +812,31 @@ def _require_confirmation(
             field.valid = False
 
 
+def _settle_by_qr(
+    template: Template, stated: Mapping[str, str], fields: dict[str, FieldResult]
+) -> None:
+    """Flagged fields the QR code states (``stated``): a doubtful reading of the same value is
+    confirmed; a reading of another value, or none, takes the QR code's value when it passes
+    the field's checks, with ``source`` ``qr`` and ``raw`` as the print was read. A field that
+    passed and disagrees with the QR code is left to :func:`_cross_check_qr` (a person looks)."""
+    for name, value in stated.items():
+        field = fields.get(name)
+        if field is None or field.valid:
+            continue
+        if field.value == value and _only_doubt(field):
+            field.errors, field.valid, field.note = [], True, "confirmed by the QR code"
+        elif field.value != value and not check_value(template.field(name), value).errors:
+            fields[name] = FieldResult(
+                value=value,
+                raw=field.raw,
+                confidence=1.0,
+                valid=True,
+                box=field.box,
+                source="qr",
+                note=f"from the QR code: the print read {field.raw!r}" if field.raw else None,
+            )
+
+
 def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> None:
     for name, value in stated.items():
         field = fields[name]
@@ -837,6 +863,7 @@ def _conclude(
     template = prepared.template
     with _timed(prepared.timings, "validate"):
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
+        _settle_by_qr(template, stated, fields)
         _mend_amounts(template, fields, stated)
         _apply_rules(template, fields)
         _require_confirmation(template, fields, stated)

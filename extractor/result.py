@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Source = Literal["roi", "fallback", "text_layer"]
+Source = Literal["roi", "fallback", "text_layer", "qr"]
 PageStatus = Literal["ok", "needs_review", "unmatched"]
 
 
@@ -24,7 +24,7 @@ class FieldResult(BaseModel):
     note: str | None = Field(
         default=None,
         description="How the value was mended or vouched for, when it was (a restored decimal "
-        "point; a doubtful reading confirmed by a rule).",
+        "point; a doubtful reading confirmed by a rule or the QR code).",
     )
 
 

@@ -74,6 +74,7 @@ def test_init_proposes_the_key_fields_with_kinds(proposed: InitResult) -> None:
     assert template.field("issue_date").kind is FieldKind.date
     assert template.field("total").kind is FieldKind.amount
     assert template.field("total").allowlist == "amount"
+    assert template.field("total").decimals == 2  # as the sample prints it
     # the sum and same rules are proposed when their fields are
     assert [r.rule for r in template.rules] == ["sum", "same"]
 

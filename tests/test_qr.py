@@ -45,3 +45,49 @@ def test_a_page_whose_code_is_covered_reads_none() -> None:
     quad = cv2.perspectiveTransform(corners, alignment.homography)[0]
     cv2.fillConvexPoly(image, np.round(quad).astype(np.int32), (255, 255, 255))
     assert read_qr(image, alignment.homography, template) is None
+
+
+def test_a_field_the_print_lost_is_taken_from_the_qr_code() -> None:
+    """A phone photo whose picture cuts off the page's corners (synthetic heavy-geometry page
+    20269526): the invoice number's last digit is outside the picture, read '8429944'. The QR
+    code, decoded, states the number: the field takes it, says so, and keeps what was read."""
+    from extractor.pipeline import Extractor
+    from extractor.synth.degrade import medium_quality_heavy_geometry
+    from extractor.synth.generate import make_document
+
+    with medium_quality_heavy_geometry():
+        document = make_document(20269526, "heavy")
+    geometry = document.truth["degradations"]["geometry"]
+    width, height = geometry["canvas_mm"]
+    assert any(
+        not (0 <= x <= width and 0 <= y <= height) for x, y in geometry["page_corners_mm_on_canvas"]
+    )
+    (page,) = Extractor(fallback="never").extract(document.jpeg, "vat_invoice").pages
+    number = page.fields["invoice_number"]
+    expected = document.truth["pages"][0]["fields"]["invoice_number"]
+    assert page.qr is not None and page.qr.split(",")[3] == expected
+    assert (number.value, number.valid, number.source) == (expected, True, "qr")
+    assert number.raw != expected and number.note == (
+        f"from the QR code: the print read {number.raw!r}"
+    )
+
+
+def test_a_doubtful_reading_the_qr_code_states_is_confirmed() -> None:
+    from extractor.pipeline import _settle_by_qr
+    from extractor.result import FieldResult
+
+    template = TemplateStore().get("vat_invoice")
+    doubt = ["uncertain character '4' at 8 (confidence 0.52)"]
+    fields = {
+        "invoice_number": FieldResult(
+            value="84299446", raw="84299446", confidence=0.9, valid=False, errors=doubt
+        ),
+        "check_code": FieldResult(
+            value="1234", raw="1234", confidence=0.9, valid=False, errors=["does not match"]
+        ),
+    }
+    _settle_by_qr(template, {"invoice_number": "84299446", "check_code": "12"}, fields)
+    number = fields["invoice_number"]
+    assert (number.valid, number.source, number.note) == (True, "roi", "confirmed by the QR code")
+    # a QR value that fails the field's own checks is not taken
+    assert fields["check_code"].value == "1234" and not fields["check_code"].valid

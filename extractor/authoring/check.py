@@ -127,6 +127,8 @@ def check_template(
                 continue
             for spec in template.fields:
                 got = page.fields.get(spec.name)
+                if got is not None and got.source == "qr":  # the QR code's value, not the box's
+                    got = got.model_copy(update={"value": got.raw or None})
                 if got is None or (spec.required and not got.value):
                     report.problems.append(
                         Problem("error", f"{where} {spec.name}", "required field reads empty")

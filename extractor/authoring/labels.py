@@ -143,6 +143,14 @@ def fits(kind: FieldKind, text: str) -> bool:
     return shape is kind
 
 
+def decimals_for(kind: FieldKind, value: str) -> int | None:
+    """An amount's decimals as the sample prints them ('¥1,234.50' -> 2), else None."""
+    text = "".join(value.split())
+    if kind is FieldKind.amount and "." in text:
+        return sum(ch.isdigit() for ch in text.rsplit(".", 1)[1])
+    return None
+
+
 def regex_for(kind: FieldKind, value: str) -> str | None:
     """A regex for codes: exactly as many digits as the sample has."""
     if kind is FieldKind.code:

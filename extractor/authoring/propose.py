@@ -20,6 +20,7 @@ import numpy as np
 
 from extractor.authoring.labels import (
     LabelInfo,
+    decimals_for,
     fits,
     is_label_prefix,
     label_key,
@@ -60,6 +61,7 @@ class Proposal:
     kind: FieldKind
     allowlist: str | None
     regex: str | None
+    decimals: int | None
     box: tuple[float, float, float, float]
     sample: str
     where: str
@@ -78,6 +80,8 @@ class Proposal:
             data["allowlist"] = self.allowlist
         if self.regex:
             data["regex"] = self.regex
+        if self.decimals is not None:
+            data["decimals"] = self.decimals
         return data
 
 
@@ -370,6 +374,7 @@ def propose_fields(image: np.ndarray, lines: list[TextLine], px_per_mm: float) -
                     kind=kind,
                     allowlist=allowlist,
                     regex=regex,
+                    decimals=decimals_for(kind, value.text),
                     box=page.box_for(value, kind),
                     sample=value.text,
                     where=where,

@@ -27,7 +27,17 @@ TOP_ORDER = (
     "rules",
     "qr",
 )
-FIELD_ORDER = ("name", "label", "box", "kind", "allowlist", "regex", "normalizer", "required")
+FIELD_ORDER = (
+    "name",
+    "label",
+    "box",
+    "kind",
+    "allowlist",
+    "regex",
+    "decimals",
+    "normalizer",
+    "required",
+)
 
 
 def scalar(value: Any) -> str:
