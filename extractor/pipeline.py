@@ -70,9 +70,20 @@ character in a name. Measured on 68 fresh synthetic pages (seeds outside the fix
 24 medium, 12 light): of the ROI path's names that passed at 0.5, the 7 wrong ones had a
 weakest character of 0.57-0.62, the 111 right ones 0.51-1.0 (median 0.998); at 0.8, 6 of the 7
 wrong names and 7 of the 111 right ones are flagged (at 0.9: 7 and 11)."""
-_DOUBT = ("low recognition confidence", "uncertain character", "read again as", "read with")
+_DOUBT = (
+    "low recognition confidence",
+    "uncertain character",
+    "read again as",
+    "read with",
+    "the line found starts",
+)
 """How the doubts read: a reading's confidence, one character's, a second reading that differs,
-an amount read with another number of decimals than it is printed with."""
+an amount read with another number of decimals than it is printed with, a name's line that
+starts well into its box."""
+NAME_START_MM = 10.0
+"""A name is printed from the left of its box: a line the fallback finds for it that starts
+further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
+start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 _POINTS = ".．。·"  # what a decimal point is read as
 
@@ -442,13 +453,18 @@ class Extractor:
         if found is None:
             return None
         text, score, quad = found
-        read, disagreement = Recognition(text, score), None
+        read, doubts = Recognition(text, score), []
         if spec.kind is FieldKind.name and page is not None:
             again = self._read_line_again(*page, quad)
             read, disagreement = _within(text, score, again)
+            _, homography, template = page
+            late = _start_in_box_mm(spec, template, homography, quad)
+            doubts = [disagreement] if disagreement is not None else []
+            if late > NAME_START_MM:
+                doubts.append(f"{_DOUBT[4]} {late:.0f} mm into its box: its start may be missing")
         result = self._field(spec, read, quad)
-        if disagreement is not None:
-            result.errors.append(disagreement)
+        if doubts:
+            result.errors.extend(doubts)
             result.valid = False
         result.source = "fallback"
         return result
@@ -555,6 +571,17 @@ def _decimals_read(raw: str) -> int:
     """Digits read after an amount's decimal point (0 when no point was read)."""
     point = max(raw.rfind(p) for p in _POINTS)
     return sum(ch.isdigit() for ch in raw[point + 1 :]) if point >= 0 else 0
+
+
+def _start_in_box_mm(
+    spec: FieldSpec, template: Template, homography: np.ndarray, quad: np.ndarray
+) -> float:
+    """How far into the field's box (mm, along the form) the page line outlined by ``quad``
+    (page px) starts."""
+    points = cv2.perspectiveTransform(
+        quad.reshape(-1, 1, 2).astype(np.float64), np.linalg.inv(homography)
+    ).reshape(-1, 2)
+    return float(points[:, 0].min() / template.px_per_mm - spec.box.x)
 
 
 def _only_doubt(field: FieldResult) -> bool:

@@ -404,3 +404,30 @@ def test_an_amount_read_with_a_digit_short_is_doubtful_and_mended(extractor: Ext
     tax = fields["tax"]
     assert (tax.value, tax.valid, tax.errors) == ("586.73", True, [])
     assert tax.note == "one character corrected from amount + tax = total"
+
+
+def test_a_name_line_the_fallback_finds_far_into_its_box_is_in_doubt(
+    extractor: Extractor,
+) -> None:
+    """Full-page OCR that finds only the end of a name ('有限公司' 41 mm into the buyer's box on
+    fresh heavy page 20269205, passed as valid): names are printed from the left of their box,
+    so a line starting well into it is doubtful. The whole line is not."""
+    path = FIXTURES / "clean/vat_invoice_0001.jpg"
+    image = cv2.imread(str(path))
+    template = TemplateStore().get("vat_invoice")
+    homography = register(image, template).homography
+    spec = template.field("seller_name")
+    (crop,) = [c for c in crop_fields(image, homography, template) if c.spec is spec]
+    name = truth(path)["pages"][0]["fields"]["seller_name"]
+    assert name.endswith("有限公司")
+    page = (image, homography, template)
+    whole = extractor._from_text(spec, (name, 0.99, crop.quad), page)
+    assert whole is not None and (whole.value, whole.valid) == (name, True)
+    # the line's last four characters of its len(name): the end of the same line
+    share = 4 / len(name)
+    end = crop.quad.copy()
+    end[0] = crop.quad[1] + (crop.quad[0] - crop.quad[1]) * share
+    end[3] = crop.quad[2] + (crop.quad[3] - crop.quad[2]) * share
+    tail = extractor._from_text(spec, ("有限公司", 0.99, end), page)
+    assert tail is not None and tail.value == "有限公司" and not tail.valid
+    assert tail.errors[-1].startswith("the line found starts")
