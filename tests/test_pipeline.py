@@ -431,3 +431,28 @@ def test_a_name_line_the_fallback_finds_far_into_its_box_is_in_doubt(
     tail = extractor._from_text(spec, ("有限公司", 0.99, end), page)
     assert tail is not None and tail.value == "有限公司" and not tail.valid
     assert tail.errors[-1].startswith("the line found starts")
+
+
+def test_a_code_digit_needs_more_confidence_than_an_amount_digit(extractor: Extractor) -> None:
+    """Codes carry no check digit: fresh heavy page 20269207 passed a check code three digits
+    off whose weakest digit read at 0.51. An amount's digit at 0.55 has its rules behind it."""
+    template = TemplateStore().get("vat_invoice")
+    confs = (0.99,) * 7 + (0.55,) + (0.99,) * 12
+    code = extractor._field(template.field("check_code"), Recognition("5" * 20, 0.97, confs), None)
+    assert not code.valid and code.errors == ["uncertain character '5' at 8 (confidence 0.55)"]
+    amount = extractor._field(
+        template.field("total"), Recognition("¥5100.00", 0.97, (0.99, 0.55) + (0.99,) * 6), None
+    )
+    assert amount.valid
+
+
+def test_a_code_the_fallback_finds_is_read_again_digit_by_digit(extractor: Extractor) -> None:
+    """heavy/vat_invoice_0037 (blurred to ~100 dpi): the ROI path reads the invoice code with a
+    digit below the codes' bar, and full-page OCR reads its line '641002366305' with a line
+    score of 0.88, which alone would pass. The line read again by the constrained recogniser,
+    sure of every digit, gives the code."""
+    path = FIXTURES / "heavy/vat_invoice_0037.jpg"
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    code = page.fields["invoice_code"]
+    expected = truth(path)["pages"][0]["fields"]["invoice_code"]
+    assert (code.value, code.valid, code.source) == (expected, True, "fallback")
