@@ -91,6 +91,12 @@ class FieldSpec(_Strict):
                 raise ValueError(f"regex does not compile: {exc}") from exc
         return value
 
+    @model_validator(mode="after")
+    def _decimals_for_amounts(self) -> FieldSpec:
+        if self.decimals is not None and self.kind is not FieldKind.amount:
+            raise ValueError(f"decimals applies to amounts, not to a field of kind {self.kind}")
+        return self
+
 
 class SumRule(_Strict):
     """``sum(terms) == equals``, to the cent."""

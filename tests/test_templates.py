@@ -44,6 +44,12 @@ def test_unknown_kind_and_box_off_page(tmp_path: Path) -> None:
         )
     with pytest.raises(TemplateError, match="outside"):
         load_template_file(_write(tmp_path, BASE + "  - {name: a, box: [90, 2, 30, 4]}\n"))
+    with pytest.raises(TemplateError, match="decimals applies to amounts"):
+        load_template_file(
+            _write(tmp_path, BASE + "  - {name: a, box: [1, 2, 3, 4], kind: code, decimals: 2}\n")
+        )
+    amount = "  - {name: a, box: [1, 2, 3, 4], kind: amount, decimals: 2}\n"
+    assert load_template_file(_write(tmp_path, BASE + amount)).field("a").decimals == 2
 
 
 def test_rules_must_name_known_fields(tmp_path: Path) -> None:
