@@ -234,6 +234,16 @@ def test_browser_draw_name_save_extract(server: Server, templates_dir: Path) -> 
                 "document.getElementById('status').textContent.startsWith('Saved')",
                 timeout=30_000,
             )
+            # a shipped template loaded and saved under a new name keeps every field's options
+            page.select_option("#template-select", "vat_invoice")
+            page.click("#load-template")
+            page.wait_for_function("roiEditor.fields.length === 12", timeout=30_000)
+            page.fill("#name", "ui_vat")
+            page.click("#save")
+            page.wait_for_function(
+                "document.getElementById('status').textContent.startsWith('Saved ui_vat')",
+                timeout=30_000,
+            )
             assert not errors, errors
         finally:
             browser.close()
@@ -243,6 +253,8 @@ def test_browser_draw_name_save_extract(server: Server, templates_dir: Path) -> 
     template = load_template_file(saved)
     assert [f.name for f in template.fields] == ["invoice_no"]
     assert template.field("invoice_no").kind == "code"
+    shipped = load_template_file(ROOT / "templates" / "vat_invoice.yaml")
+    assert load_template_file(templates_dir / "ui_vat.yaml").fields == shipped.fields
     result = Extractor(fallback="never").extract(CLEAN / "vat_invoice_0003.jpg", template)
     got = result.pages[0].fields["invoice_no"]
     assert got.valid and got.value == _truth("vat_invoice_0003")["invoice_number"]

@@ -307,6 +307,7 @@ function templateForServer() {
     for (const k of ["label", "allowlist", "regex", "normalizer"]) if (f[k]) out[k] = f[k];
     if (f.required === false) out.required = false;
     if (f.lines && f.lines !== 1) out.lines = f.lines;
+    if (f.decimals != null && out.kind === "amount") out.decimals = f.decimals;
     return out;
   });
   if (!t.rules || !t.rules.length) delete t.rules;
