@@ -92,6 +92,7 @@ further in than this (print offsets reach 5 mm) holds only its end ('有限公�
 start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 _POINTS = ".．。·"  # what a decimal point is read as
+_YEN = "¥￥"  # the currency mark in front of an amount, half and full width
 
 
 @contextmanager
@@ -335,7 +336,7 @@ class Extractor:
             inside = words_in_box(words, spec, MARGIN_MM, labels)
             text = join_words(inside, spec.label)
             field = self._field(spec, Recognition(text, 1.0 if text else 0.0), None)
-            field.box = _bounds(_on_page(_words_quad(inside), to_page)) if inside else None
+            field.box = _bounds(_mapped(_words_quad(inside), to_page)) if inside else None
             field.source = "text_layer"
             fields[spec.name] = field
             if field.valid:
@@ -371,7 +372,7 @@ class Extractor:
             if found is None:
                 continue
             text, _, quad = found
-            field = self._field(spec, Recognition(text, 1.0), _on_page(quad, to_page))
+            field = self._field(spec, Recognition(text, 1.0), _mapped(quad, to_page))
             if field.valid:
                 field.source = "text_layer"
                 field.note = "read beside its label: the text is not in the template's box"
@@ -462,17 +463,18 @@ class Extractor:
         text, score, quad = found
         read, doubts = Recognition(text, score), []
         if spec.kind in (FieldKind.name, FieldKind.code) and page is not None:
-            again = self._read_line_again(*page, quad)
+            image, homography, template = page
+            outline = _mapped(quad, np.linalg.inv(homography))  # reference px
+            again = self._read_line_again(image, homography, template, outline)
             read, disagreement = _within(text, score, again)
             doubts = [disagreement] if disagreement is not None else []
             if disagreement is not None and spec.kind is FieldKind.code:
                 second = self._field(spec, again, quad)
                 if second.valid:  # the constrained reading of the line, sure of every digit
-                    read, doubts = again, []
-        if spec.kind is FieldKind.name and page is not None:
-            _, homography, template = page
-            late = _start_in_box_mm(spec, template, homography, quad)
-            if late > NAME_START_MM:
+                    second.source = "fallback"
+                    return second
+            late = outline[:, 0].min() / template.px_per_mm - spec.box.x  # mm into its box
+            if spec.kind is FieldKind.name and late > NAME_START_MM:
                 doubts.append(f"{_DOUBT[4]} {late:.0f} mm into its box: its start may be missing")
         result = self._field(spec, read, quad)
         if doubts:
@@ -482,14 +484,12 @@ class Extractor:
         return result
 
     def _read_line_again(
-        self, image: np.ndarray, homography: np.ndarray, template: Template, quad: np.ndarray
+        self, image: np.ndarray, homography: np.ndarray, template: Template, outline: np.ndarray
     ) -> Recognition:
-        """The page's line outlined by ``quad`` (page px), upright on the form's axes (so an
-        upside-down page reads the right way up), form ink dropped, read by the engine."""
-        points = cv2.perspectiveTransform(
-            quad.reshape(-1, 1, 2).astype(np.float64), np.linalg.inv(homography)
-        ).reshape(-1, 2)
-        (x0, y0), (x1, y1) = points.min(axis=0), points.max(axis=0)
+        """The page's line whose corners on the form are ``outline`` (reference px), cut out
+        upright on the form's axes (so an upside-down page reads the right way up), form ink
+        dropped, read by the engine."""
+        (x0, y0), (x1, y1) = outline.min(axis=0), outline.max(axis=0)
         pad = max(3.0, 0.25 * (y1 - y0))
         size = (max(1, round(x1 - x0 + 2 * pad)), max(1, round(y1 - y0 + 2 * pad)))
         crop, _ = cut_out(image, homography, (x0 - pad, y0 - pad), size)
@@ -556,10 +556,11 @@ def _words_quad(words: list[Word]) -> np.ndarray:
     return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
 
 
-def _on_page(quad: np.ndarray, to_page: np.ndarray) -> np.ndarray:
-    """A quad in the template's mm, in page px."""
+def _mapped(quad: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """A quad's corners through a homography (template mm -> page px for the text layer, page
+    px -> reference px for a line full-page OCR found)."""
     points = quad.reshape(-1, 1, 2).astype(np.float64)
-    return cv2.perspectiveTransform(points, to_page).reshape(-1, 2)
+    return cv2.perspectiveTransform(points, matrix).reshape(-1, 2)
 
 
 def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, str | None]:
@@ -583,17 +584,6 @@ def _decimals_read(raw: str) -> int:
     """Digits read after an amount's decimal point (0 when no point was read)."""
     point = max(raw.rfind(p) for p in _POINTS)
     return sum(ch.isdigit() for ch in raw[point + 1 :]) if point >= 0 else 0
-
-
-def _start_in_box_mm(
-    spec: FieldSpec, template: Template, homography: np.ndarray, quad: np.ndarray
-) -> float:
-    """How far into the field's box (mm, along the form) the page line outlined by ``quad``
-    (page px) starts."""
-    points = cv2.perspectiveTransform(
-        quad.reshape(-1, 1, 2).astype(np.float64), np.linalg.inv(homography)
-    ).reshape(-1, 2)
-    return float(points[:, 0].min() / template.px_per_mm - spec.box.x)
 
 
 def _only_doubt(field: FieldResult) -> bool:
@@ -659,6 +649,7 @@ def _mend_amounts(
     for rule in template.rules:
         if isinstance(rule, SumRule):
             _drop_misread_yen(rule, template, fields)
+    stated = stated or {}
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for rule in template.rules:
         for name, implied in implied_values(rule, values).items():
@@ -671,14 +662,12 @@ def _mend_amounts(
                 or field.value == implied
             ):
                 continue
-            why = _describe(rule)
-            if not field.errors:
-                why = _surer(template, values, stated or {}, rule, name, implied)
-            slip = _slip(field, implied, passed_over=why is not None)
+            surer = None if field.errors else _surer(template, values, stated, rule, name, implied)
+            slip = _slip(field, implied, passed_over=surer is not None)
             if slip is None:
                 continue
             field.value = values[name] = implied
-            field.note = f"{slip} from {why or _describe(rule)}"
+            field.note = f"{slip} from {surer or _describe(rule)}"
             if slip == _POINT_RESTORED:  # which explains the decimals read
                 field.errors = [e for e in field.errors if not e.startswith(_DOUBT[3])]
                 field.valid = not field.errors
@@ -772,7 +761,7 @@ def _yen_as_digit(field: FieldResult) -> bool:
     value = field.value or ""
     return (
         raw[:1].isdigit()
-        and not any(mark in raw for mark in "¥￥")
+        and not any(mark in raw for mark in _YEN)
         and value[:1] == raw[:1]
         and "." in value[2:]
         and not (value[1] == "0" and value[2] != ".")
@@ -796,7 +785,7 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
         return None
     read = _NOT_AMOUNT.sub("", raw)
     for text, yen in ((read, ""), (read[1:], "the ¥ read as a digit, ")):
-        if yen and (not raw[:1].isdigit() or "¥" in raw or "￥" in raw):
+        if yen and (not raw[:1].isdigit() or any(mark in raw for mark in _YEN)):
             continue
         if _one_edit(text, implied):
             return f"{yen}one character corrected"
