@@ -14,6 +14,7 @@ from functools import partial
 import cv2
 import numpy as np
 
+from extractor.registration import reference_for
 from extractor.templates import FieldKind, FieldSpec, Template
 
 MIN_LINE_MM = 1.2  # a text line is at least this tall
@@ -27,6 +28,14 @@ STRICT_KINDS = frozenset({FieldKind.code, FieldKind.tax_id, FieldKind.date})
 calendar date): those cut short are read again from a wider crop (:attr:`Crop.wider`)."""
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
+FORM_COVER = 0.8
+"""A piece of ink lying this much on the form's own labels (:attr:`Reference.labels`) is the
+label's, not print: a data layer printed a few millimetres off puts the label beside its box
+into the crop (称 before a buyer's name), where the recognizer would read it."""
+FREE_TEXT_KINDS = frozenset({FieldKind.name, FieldKind.text})
+"""Fields whose reading no check can fault: the form's labels are dropped from their crops. (A
+label in another field's crop makes its reading fail, and the field is read again; dropping
+labels there would also drop a first digit cut in half where it lies on the label's colon.)"""
 WHITE = 255
 REACHED = 128  # flood-fill mark
 
@@ -91,29 +100,45 @@ def _widened(
 
     - an amount is printed right-aligned: when its line runs out on the right, it is cut again
       with EXTRA_MARGIN_MM more on the right and tightened again;
+    - a name (any free text) is printed left-aligned: when its line runs out on the left, it is
+      cut again with EXTRA_MARGIN_MM more on the left (精 cut in half reads as 青, and no check
+      would tell); the label beside it (名称) is the form's and dropped (:func:`separate_ink`).
+      Not on the right: what lies there may be print of a neighbour or a seal's text;
     - a field with a strict format (:data:`STRICT_KINDS`) gets a wider crop on the side(s) it
-      runs out, read only if the reading of its own crop fails its checks;
-    - not names: what runs on beyond the margin may be a neighbour (the 密 of 密码区 beside the
-      buyer's name), and no check would tell."""
+      runs out, read only if the reading of its own crop fails its checks."""
     if rect is None:
         return loose.finish(rect)
     x, _, w, _ = rect
     left, right = x <= 0, x + w >= loose.ink.shape[1]
     kind = loose.spec.kind
-    if not (left or right) or kind not in STRICT_KINDS | {FieldKind.amount}:
+    if kind in FREE_TEXT_KINDS:  # and print is there, not a rule's remnant or a speck
+        left = left and _print_at_the_left(loose.ink, rect)
+    if not (left or right) or kind not in STRICT_KINDS | FREE_TEXT_KINDS | {FieldKind.amount}:
         return loose.finish(rect)
     extra_left = EXTRA_MARGIN_MM if left and kind is not FieldKind.amount else 0.0
-    extra_right = EXTRA_MARGIN_MM if right else 0.0
+    extra_right = EXTRA_MARGIN_MM if right and kind not in FREE_TEXT_KINDS else 0.0
     if not (extra_left or extra_right):
         return loose.finish(rect)
     cut_again = partial(
         _cut_again, page, homography, template, loose.spec, extra_left, extra_right, shift
     )
-    if kind is FieldKind.amount:
+    if kind not in STRICT_KINDS:
         return cut_again() or loose.finish(rect)
     crop = loose.finish(rect)
     crop.wider = cut_again
     return crop
+
+
+def _print_at_the_left(ink: np.ndarray, rect: tuple[int, int, int, int]) -> bool:
+    """Whether the line's print reaches the crop's first columns (as wide as the margin the
+    recognizer wants, a quarter of the crop's height): a piece of ink there spans half the
+    line's height or more, where a rule's remnant or a speck spans a few rows."""
+    _, y, _, h = rect  # the line's height and its margins, a quarter of h each
+    strip = max(2, round(h / 4))
+    near = np.ascontiguousarray(ink[y : y + h, : 3 * strip])
+    _, _, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
+    touching = stats[1:, cv2.CC_STAT_LEFT] < strip
+    return bool((stats[1:, cv2.CC_STAT_HEIGHT][touching] >= 0.25 * h).any())
 
 
 def _cut_again(
@@ -155,12 +180,20 @@ class _LooseCrop:
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
         box = spec.box
-        x0 = max(0.0, (box.x - margin - extra_left_mm) * ppm)
+        # whole pixels more: a wider crop samples the page where the first one did
+        x0 = max(0.0, (box.x - margin) * ppm - round(extra_left_mm * ppm))
         y0 = max(0.0, (box.y - margin) * ppm)
-        x1 = min(float(ref_w), (box.x + box.w + margin + extra_right_mm) * ppm)
+        x1 = min(float(ref_w), (box.x + box.w + margin) * ppm + round(extra_right_mm * ppm))
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
-        loose, to_page = cut_out(page, homography, (x0, y0), (round(x1 - x0), round(y1 - y0)))
-        clean, ink = separate_ink(loose, ppm)
+        size = (round(x1 - x0), round(y1 - y0))
+        loose, to_page = cut_out(page, homography, (x0, y0), size)
+        form = None
+        if spec.kind in FREE_TEXT_KINDS:
+            labels = reference_for(template).labels
+            form = np.zeros((size[1], size[0]), dtype=bool)
+            part = labels[round(y0) : round(y0) + size[1], round(x0) : round(x0) + size[0]]
+            form[: part.shape[0], : part.shape[1]] = part
+        clean, ink = separate_ink(loose, ppm, form)
         core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
         return cls(spec, to_page, clean, ink, core)
 
@@ -200,12 +233,16 @@ def cut_out(
     return image, to_page
 
 
-def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
+def separate_ink(
+    crop: np.ndarray, ppm: float, form: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """(grey crop with the form's ink dropped out, binary mask of the remaining dark ink).
 
     The red channel is the drop-out colour of red and brown ink: form lines, labels and seals
     turn pale in it while black and blue print stays dark, even where a seal covers it. Green
-    forms are dropped by hue.
+    forms are dropped by hue. What is left of the form's labels where ``form`` (a boolean mask
+    of them, the crop's size) says they are is dropped too: thick strokes of a brown label stay
+    dark in the drop-out channel, and a black form's labels are as dark as the print.
     """
     clean = crop[..., 2].copy()
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
@@ -226,13 +263,20 @@ def separate_ink(crop: np.ndarray, ppm: float) -> tuple[np.ndarray, np.ndarray]:
         # on a colour scan it is already pale in the drop-out channel, and erasing would cut
         # the digits that touch it
         clean[cv2.dilate(lines.astype(np.uint8), np.ones((3, 3), np.uint8)) > 0] = WHITE
-    # what is taller than any printed line: QR codes, stains
-    _, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
-    tall = np.flatnonzero(stats[1:, cv2.CC_STAT_HEIGHT] > MAX_LINE_MM * ppm) + 1
-    if tall.size:
-        blobs = np.isin(labels, tall)
-        ink[blobs] = 0
-        clean[blobs] = WHITE
+    # what is taller than any printed line (QR codes, stains), and the form's labels
+    count, labels, stats, _ = cv2.connectedComponentsWithStats(ink, connectivity=8)
+    tall = stats[1:, cv2.CC_STAT_HEIGHT] > MAX_LINE_MM * ppm
+    on_form = np.zeros_like(tall)
+    if form is not None:
+        covered = np.bincount(labels[form], minlength=count)[1:]
+        on_form = covered >= FORM_COVER * stats[1:, cv2.CC_STAT_AREA]
+    for drop, fringe in ((tall, 0), (on_form & ~tall, 1)):
+        if drop.any():
+            blobs = np.isin(labels, np.flatnonzero(drop) + 1).astype(np.uint8)
+            ink[blobs > 0] = 0
+            if fringe:  # a label's anti-aliased edge, paler than the ink threshold
+                blobs = cv2.dilate(blobs, np.ones((3, 3), np.uint8))
+            clean[blobs > 0] = WHITE
     return clean, ink
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import cv2
@@ -83,6 +84,27 @@ class Reference:
     @property
     def px_per_mm(self) -> float:
         return self.work_w / self.template.page.width_mm
+
+    @cached_property
+    def labels(self) -> np.ndarray:
+        """Where the form prints its own text (labels, titles) outside every field's box, at
+        reference px, widened by the registration tolerance: print found there on a page is the
+        form's, not data (:func:`extractor.crops.separate_ink`). Ruled lines and seals are left
+        out: the crops handle rules themselves, and a print's decimal point may sit on one."""
+        template = self.template
+        image = cv2.imread(str(template.reference_image_path), cv2.IMREAD_COLOR)
+        size = template.reference_size_px
+        if (image.shape[1], image.shape[0]) != size:
+            image = cv2.resize(image, size, interpolation=cv2.INTER_AREA)
+        gray = to_gray(image)
+        ppm = template.px_per_mm
+        ink = binarize(gray)
+        ink[(ruling(gray, ppm) > 0) | seal_mask(image)] = 0
+        for spec in template.fields:
+            box = spec.box
+            x0, y0 = max(0, round(box.x * ppm)), max(0, round(box.y * ppm))
+            ink[y0 : round((box.y + box.h) * ppm), x0 : round((box.x + box.w) * ppm)] = 0
+        return cv2.dilate(ink, _tolerance_kernel(ppm)) > 0
 
 
 _REFERENCES: dict[tuple[str, Path | None, int], Reference] = {}

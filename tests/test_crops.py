@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from extractor.crops import _LooseCrop, separate_ink
-from extractor.registration import register
+from extractor.registration import reference_for, register
 from extractor.templates import TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -37,6 +37,36 @@ def test_rules_are_erased_from_a_grey_scan(blur: float) -> None:
     assert (clean[45:100, 584:587] == 255).all()  # the separator meets a rule: a rule too
     text = (slice(40, 85), slice(25, 570))
     assert np.count_nonzero(clean[text] < 150) >= 0.97 * np.count_nonzero(crop[text][..., 2] < 150)
+
+
+def test_the_forms_labels_are_dropped_where_the_reference_has_them() -> None:
+    """A label's strokes too dark for the drop-out channel (a brown 称 with R 110) beside a
+    name: where the form mask says a label lies, the label is dropped; the print stays."""
+    crop = np.full((60, 400, 3), 245, np.uint8)
+    cv2.putText(crop, "X:", (8, 42), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (40, 60, 110), 4)
+    cv2.putText(crop, "ACME 12", (120, 42), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (30, 30, 30), 3)
+    form = np.zeros(crop.shape[:2], bool)
+    form[5:55, 0:75] = True
+    label, text = (slice(0, 60), slice(0, 75)), (slice(0, 60), slice(110, 400))
+    _, kept = separate_ink(crop, PPM)
+    clean, ink = separate_ink(crop, PPM, form)
+    assert np.count_nonzero(kept[label]) > 200  # dark enough to stay without the mask
+    assert not ink[label].any() and (clean[label] == 255).all()
+    assert np.array_equal(ink[text], kept[text]) and np.count_nonzero(ink[text]) > 1000
+
+
+def test_the_label_mask_lies_outside_every_fields_box() -> None:
+    template = TemplateStore().get("vat_invoice")
+    labels = reference_for(template).labels
+    ppm = template.px_per_mm
+    assert labels.shape == template.reference_size_px[::-1]
+    for spec in template.fields:  # the mask is widened by 0.5 mm: look 1 mm inside the box
+        b = spec.box
+        inner = labels[round((b.y + 1) * ppm) : round((b.y + b.h - 1) * ppm)]
+        assert not inner[:, round((b.x + 1) * ppm) : round((b.x + b.w - 1) * ppm)].any()
+    name = template.field("buyer_name").box  # 名称 lies left of the buyer's name
+    beside = labels[round(name.y * ppm) : round((name.y + name.h) * ppm), : round(name.x * ppm)]
+    assert np.count_nonzero(beside) > 0.1 * beside.size
 
 
 def test_print_blurred_into_one_blob_is_not_taken_for_a_rule() -> None:
@@ -81,27 +111,46 @@ def test_an_amount_printed_past_its_box_is_cut_wider() -> None:
         assert page.fields[name].value == expected[name] and page.fields[name].valid
 
 
-def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
-    """A dot-matrix print 5.5 mm left of the form (no scan: the printed page itself): the first
-    digit of the check code and of both tax ids lies beyond the crop margin, cut in half. Each
-    reading fails its checks, so the field is read again from a crop 4 mm wider on that side."""
+def printed_off(offset_mm: float) -> tuple[dict[str, str], dict[str, object], bytes]:
+    """Synthetic invoice 7 printed by a dot-matrix printer up to ``offset_mm`` off the form
+    (no scan: the printed page itself): its fields, print details and the page as PNG."""
     import random
 
-    from extractor.pipeline import Extractor
     from extractor.synth.content import make_invoice
     from extractor.synth.render import render_invoice
 
     invoice = make_invoice(random.Random(7))
-    printed = render_invoice(invoice, 200, random.Random("render:7"), offset_mm=(8.5, 0.5))
+    printed = render_invoice(invoice, 200, random.Random("render:7"), offset_mm=(offset_mm, 0.5))
+    return invoice.fields(), printed.info, cv2.imencode(".png", printed.image)[1].tobytes()
+
+
+def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
+    """The print 5.5 mm left of the form: the first digit of the check code and of both tax ids
+    lies beyond the crop margin, cut in half. Each reading fails its checks, so the field is
+    read again from a crop 4 mm wider on that side."""
+    from extractor.pipeline import Extractor
+
+    expected, info, png = printed_off(8.5)
     template = TemplateStore().get("vat_invoice")
-    assert printed.info["data_offset_mm"][0] < -(template.crop_margin_mm + 2.5)
-    png = cv2.imencode(".png", printed.image)[1].tobytes()
+    assert info["data_offset_mm"][0] < -(template.crop_margin_mm + 2.5)
     (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
-    expected = invoice.fields()
     for name in ("check_code", "buyer_tax_id", "seller_tax_id"):
         field = page.fields[name]
         assert (field.value, field.valid) == (expected[name], True)
         assert field.note == "read from a wider crop: the print runs out of the field's box"
-    assert all(
-        page.fields[name].note is None for name in ("invoice_code", "invoice_number", "issue_date")
-    )
+    assert all(page.fields[name].note is None for name in ("invoice_code", "invoice_number"))
+
+
+@pytest.mark.parametrize("offset_mm", [7.5, 8.5])
+def test_a_name_printed_past_its_box_is_read_whole(offset_mm: float) -> None:
+    """The same print 4.9 and 5.5 mm left of the form: the buyer's name starts beyond the crop
+    margin. Its first character cut in half read as another one ('青捷光食品有限公司' for
+    精捷光…, valid), or the label's 称 came with it ('称精捷光…'). Names are cut again wider on
+    the left, and the label is dropped."""
+    from extractor.pipeline import Extractor
+
+    expected, info, png = printed_off(offset_mm)
+    assert info["data_offset_mm"][0] < -4.5
+    (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
+    for name in ("buyer_name", "seller_name"):
+        assert (page.fields[name].value, page.fields[name].valid) == (expected[name], True)
