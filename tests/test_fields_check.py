@@ -227,6 +227,7 @@ def test_sum_rule_with_three_terms() -> None:
         ("郑州市金水区农业路384号21层13259757032", False),  # the address-and-phone line
         ("深圳市ABC123456789012科技有限公司", False),  # a long number is an account or phone
         ("开户行度", False),  # the bank label below the name
+        ("春：武汉毅昌电子有限公司", False),  # 称： misread: a colon ends a label
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

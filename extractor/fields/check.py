@@ -52,8 +52,8 @@ def _name_errors(value: str) -> list[str]:
     """A name that is one run of digits and capitals is an identifier read in the wrong box (a
     tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
     glued on (two printed lines read as one); one with no letter at all is not a name; nor is
-    one with a run of 7 digits or more (the address-and-phone line) or a word of the form's
-    labels (名称, 地址、电话, 开户行及账号) in it."""
+    one with a run of 7 digits or more (the address-and-phone line), a word of the form's
+    labels (名称, 地址、电话, 开户行及账号) or a colon (the end of a label: '称：' before it) in it."""
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
@@ -65,6 +65,8 @@ def _name_errors(value: str) -> list[str]:
     label = next((word for word in _FORM_LABELS if word in value), None)
     if label:
         return [f"{value!r} holds the form's label {label!r}, not a name"]
+    if ":" in value or "：" in value:
+        return [f"{value!r} holds a colon, the end of a label, not a name"]
     return []
 
 
