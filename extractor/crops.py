@@ -131,14 +131,17 @@ def _widened(
 
 def _print_at_the_left(ink: np.ndarray, rect: tuple[int, int, int, int]) -> bool:
     """Whether the line's print reaches the crop's first columns (as wide as the margin the
-    recognizer wants, a quarter of the crop's height): a piece of ink there spans half the
-    line's height or more, where a rule's remnant or a speck spans a few rows."""
+    recognizer wants, a quarter of the crop's height): the pieces of ink there span half the
+    line's height or more together, where a rule's remnant or a speck spans a few rows."""
     _, y, _, h = rect  # the line's height and its margins, a quarter of h each
     strip = max(2, round(h / 4))
     near = np.ascontiguousarray(ink[y : y + h, : 3 * strip])
     _, _, stats, _ = cv2.connectedComponentsWithStats(near, connectivity=8)
-    touching = stats[1:, cv2.CC_STAT_LEFT] < strip
-    return bool((stats[1:, cv2.CC_STAT_HEIGHT][touching] >= 0.25 * h).any())
+    there = stats[1:][stats[1:, cv2.CC_STAT_LEFT] < strip]
+    rows = np.zeros(h, dtype=bool)
+    for top, height in zip(there[:, cv2.CC_STAT_TOP], there[:, cv2.CC_STAT_HEIGHT], strict=True):
+        rows[top : top + height] = True
+    return np.count_nonzero(rows) >= 0.25 * h
 
 
 def _cut_again(
@@ -270,6 +273,9 @@ def separate_ink(
     if form is not None:
         covered = np.bincount(labels[form], minlength=count)[1:]
         on_form = covered >= FORM_COVER * stats[1:, cv2.CC_STAT_AREA]
+        # a piece cut by the crop's left side may be print running out of it: kept, so that
+        # the line is seen to run out and is cut again wider (where a label lies whole inside)
+        on_form &= stats[1:, cv2.CC_STAT_LEFT] > 0
     for drop, fringe in ((tall, 0), (on_form & ~tall, 1)):
         if drop.any():
             blobs = np.isin(labels, np.flatnonzero(drop) + 1).astype(np.uint8)

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from extractor.crops import _LooseCrop, separate_ink
+from extractor.crops import _LooseCrop, _print_at_the_left, separate_ink
 from extractor.registration import reference_for, register
 from extractor.templates import TemplateStore
 
@@ -53,6 +53,21 @@ def test_the_forms_labels_are_dropped_where_the_reference_has_them() -> None:
     assert np.count_nonzero(kept[label]) > 200  # dark enough to stay without the mask
     assert not ink[label].any() and (clean[label] == 255).all()
     assert np.array_equal(ink[text], kept[text]) and np.count_nonzero(ink[text]) > 1000
+
+
+def test_print_at_a_crops_left_side_is_told_from_a_rules_remnant() -> None:
+    """A name is cut again wider when its print reaches the crop's left side; a remnant of the
+    ruled line it sits on (medium fresh page 20269310: the name printed on the rule), or a
+    speck, reaches it too but spans a few rows."""
+    rect = (0, 10, 300, 48)  # a 24 px line and its 12 px margins
+    rule = np.zeros((70, 300), np.uint8)
+    rule[20:23, 0:40] = 255
+    rule[40:43, 5:9] = 255
+    cut = rule.copy()  # the right half of a character cut by the crop: three strokes
+    for x0, (y0, y1) in zip((0, 4, 8), ((22, 32), (30, 40), (38, 46)), strict=True):
+        cut[y0:y1, x0 : x0 + 3] = 255
+    assert not _print_at_the_left(rule, rect)
+    assert _print_at_the_left(cut, rect)
 
 
 def test_the_label_mask_lies_outside_every_fields_box() -> None:

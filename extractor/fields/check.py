@@ -53,7 +53,7 @@ def _name_errors(value: str) -> list[str]:
     tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
     glued on (two printed lines read as one); one with no letter at all is not a name; nor is
     one with a run of 7 digits or more (the address-and-phone line), a word of the form's
-    labels (名称, 地址、电话, 开户行及账号) or a colon (the end of a label: '称：' before it) in it."""
+    labels (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it."""
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
