@@ -91,3 +91,27 @@ def test_a_doubtful_reading_the_qr_code_states_is_confirmed() -> None:
     assert (number.valid, number.source, number.note) == (True, "roi", "confirmed by the QR code")
     # a QR value that fails the field's own checks is not taken
     assert fields["check_code"].value == "1234" and not fields["check_code"].valid
+
+
+def test_a_code_printed_off_the_form_with_the_data_is_read() -> None:
+    """The printer prints the QR code with the data: a print 6 mm left of the form (synthetic
+    invoice 126, the printed page itself) took a quarter of the code out of the template's QR
+    box and no code was read, so the invoice number misread from its half-cut first digit
+    (62801498 for 52801498) passed as valid. The box is searched with a margin."""
+    import random
+
+    from extractor.pipeline import Extractor
+    from extractor.synth.content import make_invoice
+    from extractor.synth.render import render_invoice
+
+    invoice = make_invoice(random.Random(126))
+    printed = render_invoice(invoice, 200, random.Random("render:126"), offset_mm=(7.5, 1.5))
+    template = TemplateStore().get("vat_invoice")
+    assert printed.info["qr_box_mm"][0] < template.qr.box.x
+    png = cv2.imencode(".png", printed.image)[1].tobytes()
+    (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
+    expected = invoice.fields()
+    assert page.qr is not None
+    assert qr_values(template, page.qr)["invoice_number"] == expected["invoice_number"]
+    number = page.fields["invoice_number"]
+    assert number.value == expected["invoice_number"] or not number.valid
