@@ -276,7 +276,7 @@ def separate_ink(
         # a piece cut by the crop's left side may be print running out of it: kept, so that
         # the line is seen to run out and is cut again wider (where a label lies whole inside)
         on_form &= stats[1:, cv2.CC_STAT_LEFT] > 0
-    for drop, fringe in ((tall, 0), (on_form & ~tall, 1)):
+    for drop, fringe in ((tall, False), (on_form & ~tall, True)):
         if drop.any():
             blobs = np.isin(labels, np.flatnonzero(drop) + 1).astype(np.uint8)
             ink[blobs > 0] = 0

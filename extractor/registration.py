@@ -88,9 +88,10 @@ class Reference:
     @cached_property
     def labels(self) -> np.ndarray:
         """Where the form prints its own text (labels, titles) outside every field's box, at
-        reference px, widened by the registration tolerance: print found there on a page is the
-        form's, not data (:func:`extractor.crops.separate_ink`). Ruled lines and seals are left
-        out: the crops handle rules themselves, and a print's decimal point may sit on one."""
+        reference px, widened by the registration tolerance: a piece of ink lying there on a
+        page is the form's, not data (:func:`extractor.crops.separate_ink`). Ruled lines and
+        seals are left out: the crops handle rules themselves, and a print's decimal point may
+        sit on one."""
         template = self.template
         image = cv2.imread(str(template.reference_image_path), cv2.IMREAD_COLOR)
         size = template.reference_size_px
