@@ -76,16 +76,13 @@ MIN_CODE_CHAR_CONFIDENCE = 0.6
 (32 heavy, 24 medium, 48 heavy-geometry): of 304 codes the ROI path passed at 0.5, the one wrong
 (a check code, three digits off) had a weakest digit of 0.51, the right ones 0.598, 0.643,
 0.743, then 0.89 and up."""
-_DOUBT = (
-    "low recognition confidence",
-    "uncertain character",
-    "read again as",
-    "read with",
-    "the line found starts",
-)
-"""How the doubts read: a reading's confidence, one character's, a second reading that differs,
-an amount read with another number of decimals than it is printed with, a name's line that
-starts well into its box."""
+_LOW_CONFIDENCE = "low recognition confidence"  # a reading's
+_UNCERTAIN_CHARACTER = "uncertain character"  # one character's
+_READ_AGAIN = "read again as"  # a second reading that differs
+_DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
+_LATE_START = "the line found starts"  # a name's line that starts well into its box
+_DOUBT = (_LOW_CONFIDENCE, _UNCERTAIN_CHARACTER, _READ_AGAIN, _DECIMALS, _LATE_START)
+"""How the doubts read: errors that say a value that passes its checks may still be wrong."""
 NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
@@ -475,7 +472,7 @@ class Extractor:
                     return second
             late = outline[:, 0].min() / template.px_per_mm - spec.box.x  # mm into its box
             if spec.kind is FieldKind.name and late > NAME_START_MM:
-                doubts.append(f"{_DOUBT[4]} {late:.0f} mm into its box: its start may be missing")
+                doubts.append(f"{_LATE_START} {late:.0f} mm into its box: its start may be missing")
         result = self._field(spec, read, quad)
         if doubts:
             result.errors.extend(doubts)
@@ -509,20 +506,20 @@ class Extractor:
             if spec.kind is not FieldKind.date or checked.errors or raw[i].isdigit()
         ]
         if raw and confidence < self.min_confidence:
-            errors.append(f"{_DOUBT[0]} {confidence:.2f}")
+            errors.append(f"{_LOW_CONFIDENCE} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
             (read.char_confidences[i] for i in telling), default=1
         ) < _char_bar(spec):
             weakest = min(telling, key=lambda i: read.char_confidences[i])
             errors.append(
-                f"{_DOUBT[1]} {raw[weakest]!r} at {weakest + 1} "
+                f"{_UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
         if spec.decimals is not None and checked.value is not None and not checked.errors:
             shown = _decimals_read(raw)
             if shown != spec.decimals:
                 unit = "decimal" if shown == 1 else "decimals"
-                errors.append(f"{_DOUBT[3]} {shown} {unit} where {spec.decimals} are printed")
+                errors.append(f"{_DECIMALS} {shown} {unit} where {spec.decimals} are printed")
         return FieldResult(
             value=checked.value,
             raw=raw,
@@ -574,7 +571,7 @@ def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, s
     ]
     at = "".join(char for char, _ in kept).find(norm(text))
     if not norm(text) or at < 0 or len(again.char_confidences) != len(again.text):
-        return Recognition(text, score), f"{_DOUBT[2]} {again.text!r}"
+        return Recognition(text, score), f"{_READ_AGAIN} {again.text!r}"
     confs = iter(conf for _, conf in kept[at : at + len(norm(text))])
     per_char = tuple(next(confs) if norm(char) else 1.0 for char in text)
     return Recognition(text, float(np.mean(per_char)), per_char), None
@@ -669,7 +666,7 @@ def _mend_amounts(
             field.value = values[name] = implied
             field.note = f"{slip} from {surer or _describe(rule)}"
             if slip == _POINT_RESTORED:  # which explains the decimals read
-                field.errors = [e for e in field.errors if not e.startswith(_DOUBT[3])]
+                field.errors = [e for e in field.errors if not e.startswith(_DECIMALS)]
                 field.valid = not field.errors
             else:
                 field.errors, field.valid = [], True
