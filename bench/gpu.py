@@ -292,6 +292,15 @@ def main(argv: list[str] | None = None) -> int:
         **gpu.summary(),
     }
     print(json.dumps(results["end_to_end"]), flush=True)
+
+    # accuracy with this recogniser (ROI path alone), to set beside the CPU's on the same pages
+    from extractor.evaluate import evaluate
+
+    results["accuracy"] = {}
+    for level in args.levels.split(","):
+        tally = evaluate(Path(args.fixtures) / level, extractor=finisher).overall
+        results["accuracy"][level] = tally.model_dump()
+        print(level, json.dumps(results["accuracy"][level]), flush=True)
     (out / "gpu_results.json").write_text(json.dumps(results, indent=1))
     (out / "gpu_results.md").write_text(_markdown(results))
     print(_markdown(results))
@@ -333,6 +342,13 @@ def _markdown(r: dict[str, Any]) -> str:
         f"{e['pages_per_recognize_call']} pages per recognize call; GPU util mean "
         f"{e.get('util_mean', 0):.0f}%, max memory {e.get('mem_max_mib', 0):.0f} MiB). "
         f"CPU side alone: {r['prep_pages_per_s']:.0f} pages/s.",
+        "",
+        "Fields right with this recogniser (ROI path alone, fallback off): "
+        + ", ".join(
+            f"{level} {t['exact']}/{t['fields']} (wrong but valid {t['wrong_valid']})"
+            for level, t in r["accuracy"].items()
+        )
+        + ".",
     ]
     return "\n".join(lines) + "\n"
 

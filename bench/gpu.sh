@@ -6,6 +6,7 @@
 #   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only
 #   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
 #   PATCH=work-800 bash bench/gpu.sh       # CPU side with a bench/variants.py patch
+#   SITE=/tmp/site bash bench/gpu.sh       # no index: packages unpacked into $SITE, system python
 #
 # 1. a venv (.venv-gpu, reusing system site-packages) with roi and its gpu extra
 #    (onnxruntime-gpu, tensorrt) from wheels: $WHEELS when set, else the index pip is set up for;
@@ -28,38 +29,47 @@ step "machine"
 nvidia-smi || { echo "no nvidia-smi: not a GPU machine"; exit 1; }
 nproc; free -g | head -2
 
-step "environment ($VENV)"
-if [ ! -x "$VENV/bin/python" ]; then
-  "$PY" -m venv --system-site-packages "$VENV" || exit 1
-  echo '*' > "$VENV/.gitignore"
-fi
-PIP=("$VENV/bin/python" -m pip install -q)
-if [ -n "${WHEELS:-}" ]; then PIP+=(--no-index --find-links "$WHEELS"); fi
-# onnxruntime (CPU) and onnxruntime-gpu install the same module: keep only the GPU one
-"$VENV/bin/python" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
-"${PIP[@]}" -e '.[gpu]' || {
-  echo "installing roi[gpu] failed; trying what is already importable"
-}
-"$VENV/bin/python" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
-"${PIP[@]}" --force-reinstall --no-deps onnxruntime-gpu 2>/dev/null || true
-# TensorRT's libraries from the tensorrt wheels, for ORT's TensorRT EP
-TRT_LIBS=$("$VENV/bin/python" - <<'PY' 2>/dev/null
+if [ -n "${SITE:-}" ]; then
+  # a machine with no package index (the device tool's): the packages the CPU image lacks
+  # (onnxruntime-gpu, pydantic, zxing-cpp, the rec model) unpacked into $SITE, first on the path
+  step "environment (system $PY, packages from $SITE)"
+  export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  VPY=$PY
+else
+  VPY="$VENV/bin/python"
+  step "environment ($VENV)"
+  if [ ! -x "$VPY" ]; then
+    "$PY" -m venv --system-site-packages "$VENV" || exit 1
+    echo '*' > "$VENV/.gitignore"
+  fi
+  PIP=("$VPY" -m pip install -q)
+  if [ -n "${WHEELS:-}" ]; then PIP+=(--no-index --find-links "$WHEELS"); fi
+  # onnxruntime (CPU) and onnxruntime-gpu install the same module: keep only the GPU one
+  "$VPY" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
+  "${PIP[@]}" -e '.[gpu]' || {
+    echo "installing roi[gpu] failed; trying what is already importable"
+  }
+  "$VPY" -m pip uninstall -q -y onnxruntime 2>/dev/null || true
+  "${PIP[@]}" --force-reinstall --no-deps onnxruntime-gpu 2>/dev/null || true
+  # TensorRT's libraries from the tensorrt wheels, for ORT's TensorRT EP
+  TRT_LIBS=$("$VPY" - <<'PY' 2>/dev/null
 import importlib.util, os
 for name in ("tensorrt_libs", "tensorrt"):
     spec = importlib.util.find_spec(name)
     if spec and spec.origin:
         print(os.path.dirname(spec.origin)); break
 PY
-)
-if [ -n "$TRT_LIBS" ]; then export LD_LIBRARY_PATH="$TRT_LIBS:${LD_LIBRARY_PATH:-}"; fi
-"$VENV/bin/python" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
+  )
+  if [ -n "$TRT_LIBS" ]; then export LD_LIBRARY_PATH="$TRT_LIBS:${LD_LIBRARY_PATH:-}"; fi
+fi
+"$VPY" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
 
 step "benchmark (provider $PROVIDER)"
-"$VENV/bin/python" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" --out "$OUT" ${PATCH:+--patch "$PATCH"}
+"$VPY" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"}
 status=$?
 if [ $status -ne 0 ] && [ "$PROVIDER" = tensorrt ]; then
   step "TensorRT run failed ($status); CUDA EP instead"
-  "$VENV/bin/python" -m bench.gpu --provider cuda --pages "$PAGES" --out "$OUT" ${PATCH:+--patch "$PATCH"}
+  "$VPY" -m bench.gpu --provider cuda --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"}
   status=$?
 fi
 nvidia-smi --query-gpu=name,utilization.gpu,memory.used,memory.total --format=csv
