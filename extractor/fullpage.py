@@ -14,6 +14,7 @@ from typing import Literal
 
 import numpy as np
 
+from extractor.engines.ppocr import cudnn_conv_algo_search
 from extractor.errors import EngineError
 from extractor.memory import large_buffers_mapped
 
@@ -69,7 +70,9 @@ class FullPageOCR:
         }
         if provider == "cuda":
             params["EngineConfig.onnxruntime.use_cuda"] = True
-            params["EngineConfig.onnxruntime.cuda_ep_cfg.cudnn_conv_algo_search"] = "DEFAULT"
+            params["EngineConfig.onnxruntime.cuda_ep_cfg.cudnn_conv_algo_search"] = (
+                cudnn_conv_algo_search()
+            )
         elif provider == "tensorrt":
             for stage in ("Det", "Cls", "Rec"):
                 params[f"{stage}.engine_type"] = "tensorrt"

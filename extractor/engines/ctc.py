@@ -79,6 +79,10 @@ class CTCLineReader:
     characters: list[str]
     height: int
     max_batch: int
+    batch_sizes: tuple[int, ...] = ()
+    """Sizes a batch is padded up to (rows of zeros), ascending; empty: batches as they come.
+    A GPU runtime plans each input shape once, slowly (docs/benchmarks.md, *GPU*): a few batch
+    sizes keep the shapes it meets few."""
 
     def forward(self, batch: np.ndarray) -> np.ndarray:
         """(N, T, C) class probabilities of an (N, 3, height, W) batch."""
@@ -119,7 +123,8 @@ class CTCLineReader:
         for width, indexes in sorted(buckets.items()):
             for start in range(0, len(indexes), self.max_batch):
                 chunk = indexes[start : start + self.max_batch]
-                batch = np.zeros((len(chunk), 3, self.height, width), dtype=np.float32)
+                rows = next((n for n in self.batch_sizes if n >= len(chunk)), len(chunk))
+                batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
                 for row, i in enumerate(chunk):
                     batch[row] = prepared[i]
                 probs = self.forward(batch)

@@ -71,13 +71,34 @@ def _packaged_files(model: str) -> tuple[Path, Path | None]:
     return root / relative, root / keys if keys else None
 
 
+GPU_BATCH_SIZES = (1, 8, 32, 128, 512)
+"""What a GPU provider's batches are padded up to (up to ``max_batch``): each new input shape
+costs the CUDA EP a cuDNN plan (~1-3 s on an H200), so the shapes it meets are kept few."""
+
+
+def cudnn_conv_algo_search() -> str:
+    """cuDNN's convolution algorithm search for the CUDA EP (``ROI_CUDNN_CONV_ALGO_SEARCH``).
+
+    Measured on an H200 (onnxruntime-gpu 1.31.1, CUDA 13, cuDNN 9.19; docs/benchmarks.md):
+    ``DEFAULT`` runs every Conv of the rec model in cuDNN's fallback mode, 86 ms per batch of 32
+    crops at width 320; ``HEURISTIC`` 10 ms; ``EXHAUSTIVE`` (ORT's own default) 9-13 ms. Both of
+    the last pay ~1-3 s on each input shape's first run.
+    """
+    value = os.environ.get("ROI_CUDNN_CONV_ALGO_SEARCH", "HEURISTIC").upper()
+    if value not in ("HEURISTIC", "EXHAUSTIVE", "DEFAULT"):
+        raise EngineError(
+            f"ROI_CUDNN_CONV_ALGO_SEARCH={value!r}: use HEURISTIC, EXHAUSTIVE or DEFAULT"
+        )
+    return value
+
+
 def _session_providers(
-    provider: Provider, device_id: int, fp16: bool, cache_dir: str | None
+    provider: Provider, device_id: int, fp16: bool, cache_dir: str | None, max_batch: int
 ) -> list[str | tuple[str, dict[str, object]]]:
     cpu: list[str | tuple[str, dict[str, object]]] = ["CPUExecutionProvider"]
     cuda: tuple[str, dict[str, object]] = (
         "CUDAExecutionProvider",
-        {"device_id": device_id, "cudnn_conv_algo_search": "DEFAULT"},
+        {"device_id": device_id, "cudnn_conv_algo_search": cudnn_conv_algo_search()},
     )
     if provider == "cpu":
         return cpu
@@ -95,8 +116,8 @@ def _session_providers(
             "trt_timing_cache_enable": True,
             "trt_timing_cache_path": cache,
             "trt_profile_min_shapes": f"x:1x3x{INPUT_HEIGHT}x{WIDTH_STEP}",
-            "trt_profile_opt_shapes": f"x:32x3x{INPUT_HEIGHT}x320",
-            "trt_profile_max_shapes": f"x:128x3x{INPUT_HEIGHT}x{MAX_WIDTH}",
+            "trt_profile_opt_shapes": f"x:{min(32, max_batch)}x3x{INPUT_HEIGHT}x320",
+            "trt_profile_max_shapes": f"x:{max_batch}x3x{INPUT_HEIGHT}x{MAX_WIDTH}",
         },
     )
     return [trt, cuda, *cpu]
@@ -118,6 +139,7 @@ class PPOCRRecognizer(CTCLineReader):
         fp16: bool = True,
         trt_cache_dir: str | None = None,
         max_batch: int = 32,
+        batch_sizes: tuple[int, ...] | None = None,
     ) -> None:
         import onnxruntime as ort
 
@@ -141,7 +163,7 @@ class PPOCRRecognizer(CTCLineReader):
         # instead of growing to ~300 as new batch shapes raise the arena's high-water mark, at
         # no measurable cost in speed (docs/reliability.md, docs/benchmarks.md).
         options.enable_cpu_mem_arena = provider != "cpu"
-        providers = _session_providers(provider, device_id, fp16, trt_cache_dir)
+        providers = _session_providers(provider, device_id, fp16, trt_cache_dir, max_batch)
         available = set(ort.get_available_providers())
         wanted = providers[0] if isinstance(providers[0], str) else providers[0][0]
         if wanted not in available:
@@ -156,6 +178,10 @@ class PPOCRRecognizer(CTCLineReader):
         self.model_path = path
         self.provider = provider
         self.max_batch = max_batch
+        if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
+            gpu = provider != "cpu"
+            batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
+        self.batch_sizes = tuple(sorted(batch_sizes))
         self.height = INPUT_HEIGHT
         self.input_name = self.session.get_inputs()[0].name
         self.characters = self._characters(keys_path)
