@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels
         ort.preload_dlls()
     from bench.variants import prepare_crop
-    from extractor.engines.ppocr import INPUT_HEIGHT, PPOCRRecognizer
+    from extractor.engines.ppocr import INPUT_HEIGHT, PPOCRRecognizer, cudnn_conv_algo_search
 
     results: dict[str, Any] = {
         "date": time.strftime("%Y-%m-%d %H:%M %Z"),
@@ -193,6 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         fp16=True,
         trt_cache_dir=str(ROOT / ".cache" / "trt"),
         max_batch=max(batches),
+        batch_sizes=tuple(batches),  # the sizes measured are the sizes warmed and padded to
     )
     results["session_s"] = round(time.perf_counter() - t0, 1)
     results["session_providers"] = rec.session.get_providers()
@@ -215,12 +216,17 @@ def main(argv: list[str] | None = None) -> int:
     # warm every shape the runs below use: engine build (first call) and each batch/width
     t0 = time.perf_counter()
     widths = sorted({prepare_crop(c, INPUT_HEIGHT).shape[2] for c in crops} | {320})
-    for batch in batches:
+    sizes = sorted(set(batches) | set(rec.batch_sizes))  # recognize() pads to batch_sizes
+    for batch in sizes:
         for width in widths:
             x = np.zeros((batch, 3, INPUT_HEIGHT, width), np.float32)
             rec.session.run(None, {rec.input_name: x})
+        print(f"warmed batch {batch}: {time.perf_counter() - t0:.1f} s", flush=True)
     results["warm_s"] = round(time.perf_counter() - t0, 1)
-    results["warm_shapes"] = len(widths) * len(batches)
+    results["warm_shapes"] = len(widths) * len(sizes)
+    results["batch_sizes"] = list(rec.batch_sizes)
+    results["cudnn_conv_algo_search"] = cudnn_conv_algo_search()
+    _save(out, results)
     print(f"warmed {results['warm_shapes']} shapes in {results['warm_s']} s", flush=True)
 
     rows = []
@@ -247,18 +253,22 @@ def main(argv: list[str] | None = None) -> int:
         real.update(gpu.summary())
         rows.append({"batch": batch, "model_w320": fixed, "recognize_real": real})
         print(json.dumps(rows[-1]), flush=True)
-    results["crops"] = rows
+        results["crops"] = rows
+        _save(out, results)
 
     # end to end: CPU workers prepare pages, the main process recognises many pages per call
     paths = [docs[i % len(docs)] for i in range(args.pages)]
     done = 0
-    prep_only_start = time.perf_counter()
+    prep_pages = min(len(paths), 20 * args.prep_workers)
     with ProcessPoolExecutor(
         args.prep_workers, initializer=_init_worker, initargs=(args.patch,)
     ) as pool:
-        list(pool.map(_prepare_page, paths[: min(len(paths), 200)], chunksize=4))
-    prep_secs = time.perf_counter() - prep_only_start
-    results["prep_pages_per_s"] = min(len(paths), 200) / prep_secs
+        # the workers' start (imports, templates, reference images) first, then the pages
+        list(pool.map(_prepare_page, paths[: 2 * args.prep_workers]))
+        prep_only_start = time.perf_counter()
+        list(pool.map(_prepare_page, paths[:prep_pages], chunksize=4))
+        prep_secs = time.perf_counter() - prep_only_start
+    results["prep_pages_per_s"] = prep_pages / prep_secs
 
     from extractor.pipeline import Extractor
 
@@ -292,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         **gpu.summary(),
     }
     print(json.dumps(results["end_to_end"]), flush=True)
+    _save(out, results)
 
     # accuracy with this recogniser (ROI path alone), to set beside the CPU's on the same pages
     from extractor.evaluate import evaluate
@@ -301,10 +312,15 @@ def main(argv: list[str] | None = None) -> int:
         tally = evaluate(Path(args.fixtures) / level, extractor=finisher).overall
         results["accuracy"][level] = tally.model_dump()
         print(level, json.dumps(results["accuracy"][level]), flush=True)
-    (out / "gpu_results.json").write_text(json.dumps(results, indent=1))
+    _save(out, results)
     (out / "gpu_results.md").write_text(_markdown(results))
     print(_markdown(results))
     return 0
+
+
+def _save(out: Path, results: dict[str, Any]) -> None:
+    """What is measured so far, so a run stopped at its time limit still leaves its figures."""
+    (out / "gpu_results.json").write_text(json.dumps(results, indent=1))
 
 
 def _finish(extractor: Any, rec: Any, pending: list[Any]) -> None:
@@ -321,7 +337,9 @@ def _markdown(r: dict[str, Any]) -> str:
     lines = [
         f"GPU run {r['date']}: {r['gpu']}, provider {r['provider']} "
         f"(session providers {', '.join(r['session_providers'])}), onnxruntime {r['onnxruntime']}; "
-        f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s.",
+        f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s; "
+        f"cuDNN conv algorithm search {r['cudnn_conv_algo_search']}, batches padded to "
+        f"{r['batch_sizes'] or 'none'}.",
         "",
         "| batch | crops/s model (w=320) | ms/batch | GPU util % | crops/s recognize() real crops "
         "| GPU util % | GPU mem MiB |",
@@ -341,7 +359,7 @@ def _markdown(r: dict[str, Any]) -> str:
         f"({e['prep_workers']} CPU processes decoding, registering and cropping; "
         f"{e['pages_per_recognize_call']} pages per recognize call; GPU util mean "
         f"{e.get('util_mean', 0):.0f}%, max memory {e.get('mem_max_mib', 0):.0f} MiB). "
-        f"CPU side alone: {r['prep_pages_per_s']:.0f} pages/s.",
+        f"CPU side alone, workers started: {r['prep_pages_per_s']:.0f} pages/s.",
         "",
         "Fields right with this recogniser (ROI path alone, fallback off): "
         + ", ".join(

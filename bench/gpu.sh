@@ -6,7 +6,8 @@
 #   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only
 #   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
 #   PATCH=work-800 bash bench/gpu.sh       # CPU side with a bench/variants.py patch
-#   SITE=/tmp/site bash bench/gpu.sh       # no index: packages unpacked into $SITE, system python
+#   PARTS=/tmp/p bash bench/gpu.sh         # no index: bench/gpu_bundle.sh's parts, unpacked into
+#                                          # $SITE (/tmp/site), with the system python
 #
 # 1. a venv (.venv-gpu, reusing system site-packages) with roi and its gpu extra
 #    (onnxruntime-gpu, tensorrt) from wheels: $WHEELS when set, else the index pip is set up for;
@@ -29,11 +30,27 @@ step "machine"
 nvidia-smi || { echo "no nvidia-smi: not a GPU machine"; exit 1; }
 nproc; free -g | head -2
 
-if [ -n "${SITE:-}" ]; then
-  # a machine with no package index (the device tool's): the packages the CPU image lacks
-  # (onnxruntime-gpu, pydantic, zxing-cpp, the rec model) unpacked into $SITE, first on the path
-  step "environment (system $PY, packages from $SITE)"
+export PYTHONUNBUFFERED=1
+if [ -n "${PARTS:-}" ]; then
+  # a machine with no package index (the device tool's): what its image lacks (onnxruntime-gpu,
+  # pydantic, zxing-cpp, the rec model; bench/gpu_bundle.sh) unpacked into $SITE, first on the
+  # path, and the CUDA/cuDNN libraries of the image's nvidia-* wheels on the loader's path
+  SITE=${SITE:-/tmp/site}
+  step "environment (system $PY, packages from $PARTS unpacked into $SITE)"
+  mkdir -p "$SITE"
+  cat "$PARTS"/part.* | "$PY" -c "
+import sys, tarfile
+tarfile.open(fileobj=sys.stdin.buffer, mode='r|xz').extractall(sys.argv[1], filter='data')
+" "$SITE" || exit 1
   export PYTHONPATH="$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}"
+  NVIDIA_LIBS=$("$PY" - <<'PY'
+import glob, os, site
+dirs = {os.path.dirname(p) for sp in site.getsitepackages()
+        for p in glob.glob(sp + "/nvidia/**/lib*.so*", recursive=True)}
+print(":".join(sorted(dirs)))
+PY
+)
+  export LD_LIBRARY_PATH="$NVIDIA_LIBS${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   VPY=$PY
 else
   VPY="$VENV/bin/python"
