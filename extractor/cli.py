@@ -13,6 +13,11 @@ from extractor.engines import ENGINES
 from extractor.errors import RoiError
 
 EXIT_OK, EXIT_REVIEW, EXIT_ERROR = 0, 1, 2
+DEVICES = ("cpu", "cuda", "tensorrt")
+DEVICE_HELP = (
+    "where the ppocr recogniser runs: ONNX Runtime's CPU, CUDA or TensorRT provider "
+    "(the last two need the gpu extra)"
+)
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -21,7 +26,9 @@ def _extract(args: argparse.Namespace) -> int:
     from extractor.display import document_table
     from extractor.pipeline import Extractor
 
-    options = {"model": args.model} if args.model else {}
+    options: dict[str, object] = {"model": args.model} if args.model else {}
+    if provider := _provider(args):
+        options["provider"] = provider
     extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback, **options)
     if args.template != "auto":
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
@@ -73,6 +80,15 @@ def _eval(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _provider(args: argparse.Namespace) -> str | None:
+    """The ppocr engine's ONNX Runtime provider from ``--device`` (None: not given)."""
+    if args.device is None or (args.device == "cpu" and args.engine != "ppocr"):
+        return None
+    if args.engine != "ppocr":
+        raise RoiError(f"--device {args.device} needs the ppocr engine, not {args.engine}")
+    return str(args.device)
+
+
 def _batch(args: argparse.Namespace) -> int:
     from extractor.batch import BatchOptions, print_summary, run_batch
 
@@ -89,6 +105,7 @@ def _batch(args: argparse.Namespace) -> int:
         dpi=args.dpi,
         fallback=args.fallback,
         doc_timeout=args.doc_timeout,
+        provider=_provider(args),
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -157,6 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="ppocr recognition model (PP-OCRv4 needs the ppocrv4 extra); default PP-OCRv6",
     )
     ex.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
+    ex.add_argument("--device", choices=DEVICES, default="cpu", help=DEVICE_HELP)
     ex.add_argument("--strict", action="store_true", help="exit 1 when any field needs review")
     ex.add_argument(
         "--fallback",
@@ -204,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ba.add_argument("--engine", choices=ENGINES, default="ppocr")
     ba.add_argument("--dpi", type=int, default=200, help="PDF rendering resolution")
+    ba.add_argument(
+        "--device",
+        choices=DEVICES,
+        default=None,
+        help=DEVICE_HELP + "; default cpu, or cuda on a Ray cluster with GPUs. On one GPU a few "
+        "workers (--workers 2-4) keep it busy",
+    )
     ba.add_argument(
         "--fallback",
         choices=("auto", "never", "always"),

@@ -118,3 +118,24 @@ def test_template_auto_with_the_fallback(folder: Path) -> None:
 
     proc = roi_batch(folder, "-t", "vat_invoice", "--out", out, "-w", "1")
     assert proc.returncode == 2 and "template 'auto', not 'vat_invoice'" in proc.stderr
+
+
+def test_device_reaches_the_workers(folder: Path) -> None:
+    """``--device cuda`` where ONNX Runtime has no CUDA provider: the workers' engine cannot
+    start, and the run says so once, naming the extra to install; nothing is recorded."""
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA provider: the error path is not reachable")
+    out = folder.parent / "out-cuda"
+    proc = roi_batch(folder, "-t", "vat_invoice", "--out", out, "-w", "1", "--device", "cuda")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "CUDAExecutionProvider is not available" in proc.stderr
+    assert "roi[gpu]" in proc.stderr
+    results = out / "results.jsonl"
+    assert not results.exists() or results.read_text() == ""
+
+    proc = roi_batch(
+        folder, "-t", "vat_invoice", "--out", out, "--device", "cuda", "--engine", "easyocr"
+    )
+    assert proc.returncode == 2 and "--device cuda needs the ppocr engine" in proc.stderr

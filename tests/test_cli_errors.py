@@ -49,3 +49,14 @@ def test_unknown_template_and_missing_file(tmp_path: Path) -> None:
     assert "unknown template 'no_such_template'" in proc.stderr and "Traceback" not in proc.stderr
     proc = roi("extract", str(tmp_path / "missing.pdf"), "--template", "vat_invoice")
     assert proc.returncode == 2 and "no such file" in proc.stderr
+
+
+def test_device_without_its_provider() -> None:
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA provider: the error path is not reachable")
+    clean = Path(__file__).resolve().parent.parent / "fixtures/clean/vat_invoice_0001.jpg"
+    proc = roi("extract", str(clean), "--template", "vat_invoice", "--device", "cuda")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "CUDAExecutionProvider is not available" in proc.stderr and "roi[gpu]" in proc.stderr

@@ -71,11 +71,13 @@ def run_ray(
     workers: int,
     address: str | None,
     fallback: FallbackMode = "auto",
+    provider: str | None = None,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as Ray finishes documents.
 
     ``address`` None starts a local Ray instance sized to ``workers``; otherwise it connects
-    (``auto``, ``ray://host:10001`` or ``host:6379``).
+    (``auto``, ``ray://host:10001`` or ``host:6379``). ``provider`` None: ONNX Runtime's CUDA
+    provider when the cluster has GPUs (ppocr engine), else the CPU.
     """
     if not docs:
         return
@@ -102,6 +104,9 @@ def run_ray(
         ctx.print_on_execution_start = False
         logging.getLogger("ray.data").setLevel(logging.WARNING)
         gpus = float(ray.cluster_resources().get("GPU", 0))
+        if provider is None and gpus >= 1 and engine == "ppocr":
+            provider = "cuda"
+        on_gpu = provider in ("cuda", "tensorrt")
         items = [
             {"key": d.key, "name": d.path, "sha256": d.sha256, "template": template} for d in docs
         ]
@@ -113,14 +118,13 @@ def run_ray(
                 "engine": engine,
                 "dpi": dpi,
                 "threads": 1,
-                # ONNX Runtime's CUDA provider when the cluster has GPUs (ppocr engine).
-                "provider": "cuda" if gpus >= 1 and engine == "ppocr" else None,
+                "provider": provider,
                 "fallback": fallback,
             },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),
             num_cpus=1,
-            num_gpus=1 if gpus >= 1 else 0,
+            num_gpus=1 if on_gpu else 0,
         )
         for row in ds.iter_rows():
             yield by_key[(row["key"], row["sha256"])], json.loads(row["outcome"])

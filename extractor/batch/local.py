@@ -104,6 +104,7 @@ def run_local(
     workers: int,
     fallback: FallbackMode = "auto",
     doc_timeout: float = 0.0,
+    provider: str | None = None,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as documents finish, in completion order.
 
@@ -120,7 +121,7 @@ def run_local(
             max_workers=workers,
             mp_context=ctx,
             initializer=init_process,
-            initargs=(engine, dpi, threads, fallback, starts),
+            initargs=(engine, dpi, threads, fallback, starts, provider),
         )
         inflight: dict[Future[Outcome], _Job] = {}
         started: dict[int, tuple[int, float]] = {}  # job id -> (worker pid, start time)

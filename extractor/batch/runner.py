@@ -50,6 +50,9 @@ class BatchOptions:
     doc_timeout: float = DEFAULT_DOC_TIMEOUT
     """Seconds a document may run in its worker before the worker is killed and the document
     recorded as failed (``DocumentTimeout``); 0: no limit. Local pool only (not with Ray)."""
+    provider: str | None = None
+    """ONNX Runtime provider of the ppocr engine (cpu, cuda, tensorrt); None: cpu, or cuda on
+    a Ray cluster with GPUs."""
 
 
 @dataclass
@@ -117,6 +120,7 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
             workers=opts.workers,
             address=opts.ray_address,
             fallback=opts.fallback,
+            provider=opts.provider,
         )
     from extractor.batch.local import run_local
 
@@ -128,6 +132,7 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
         workers=opts.workers,
         fallback=opts.fallback,
         doc_timeout=opts.doc_timeout,
+        provider=opts.provider,
     )
 
 

@@ -105,11 +105,12 @@ def init_process(
     threads: int,
     fallback: FallbackMode = "auto",
     starts: SimpleQueue | None = None,
+    provider: str | None = None,
 ) -> None:
     """Start the process's engine. ``starts``: where :func:`process_in_pool` reports each
     document as it starts it, for the parent's per-document time limit (see local.py)."""
     global _WORKER, _STARTS
-    _WORKER = BatchWorker(engine, dpi, threads, fallback=fallback)
+    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback)
     _STARTS = starts
 
 
