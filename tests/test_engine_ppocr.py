@@ -1,8 +1,12 @@
 """PP-OCR on ONNX Runtime: batches padded to a few sizes, and the GPU providers' settings."""
 
+import numpy as np
+import onnxruntime as ort
 import pytest
 from test_engine_cascade import page_crops
 
+from extractor.engines.ctc import ctc_greedy
+from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
 from extractor.engines.ppocr import PPOCRRecognizer, _session_providers, cudnn_conv_algo_search
 from extractor.errors import EngineError
 
@@ -47,3 +51,61 @@ def test_tensorrt_profile_covers_the_largest_batch(tmp_path) -> None:
 def test_gpu_providers_need_an_onnxruntime_build_with_them() -> None:
     with pytest.raises(EngineError, match="CUDAExecutionProvider is not available"):
         PPOCRRecognizer(provider="cuda")
+
+
+def test_the_argmax_in_the_graph_reads_as_the_decoder_does() -> None:
+    """On a GPU the rec model answers each step's best allowed class (device_argmax.py): the
+    packaged model rewritten so reads real crops exactly as the CPU's decoder, text and
+    per-character confidences, with and without allowlists, in padded batches too."""
+    crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
+    assert any(a is None for a in allowlists) and any(a is not None for a in allowlists)
+    plain = PPOCRRecognizer(threads=1)
+    on_device = PPOCRRecognizer(threads=1, decode_on_device=True, batch_sizes=(8, 32))
+    assert not plain.decodes_on_device and on_device.decodes_on_device
+    assert [o.name for o in on_device.session.get_outputs()] == [BEST_CLASS, BEST_PROB]
+    want = plain.recognize(crops, allowlists)
+    got = on_device.recognize(crops, allowlists)
+    assert [r.text for r in got] == [r.text for r in want]
+    assert [r.char_confidences for r in got] == [r.char_confidences for r in want]
+
+
+def _softmax_model(path, opset: int, classes: int) -> None:
+    """A stand-in rec model: (N, T, C) logits in, their softmax out, at a given opset."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("Softmax", ["x"], ["probs"], axis=2)],
+        "rec",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", "t", classes])],
+        [helper.make_tensor_value_info("probs", TensorProto.FLOAT, ["n", "t", classes])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+
+@pytest.mark.parametrize("opset", [11, 13, 18])
+def test_the_argmax_rewrite_at_each_opset(tmp_path, opset: int) -> None:
+    """Unsqueeze's and ReduceMax's axes moved from attributes to inputs in opsets 13 and 18."""
+    classes, rng = 50, np.random.default_rng(opset)
+    _softmax_model(tmp_path / "rec.onnx", opset, classes)
+    session = ort.InferenceSession(with_masked_argmax(tmp_path / "rec.onnx"))
+    logits = rng.normal(0, 3, (4, 7, classes)).astype(np.float32)
+    masks = rng.random((4, classes)) < 0.3
+    masks[:, 0] = True  # the blank is always allowed
+    masks[3] = True  # no allowlist
+    best, best_p = session.run([BEST_CLASS, BEST_PROB], {"x": logits, MASK_INPUT: masks})
+    probs = np.exp(logits) / np.exp(logits).sum(axis=2, keepdims=True)
+    characters = ["", *(chr(0x4E00 + i) for i in range(classes - 1))]
+    for row in range(4):
+        want = ctc_greedy(probs[row], None if row == 3 else masks[row], characters)
+        assert best[row].tolist() == [
+            int(np.flatnonzero(masks[row])[probs[row][t, masks[row]].argmax()]) for t in range(7)
+        ]
+        assert best_p[row] == pytest.approx(probs[row][np.arange(7), best[row]], rel=1e-5)
+        assert want.text == "".join(characters[c] for c in _collapse(best[row].tolist()))
+
+
+def _collapse(path: list[int]) -> list[int]:
+    return [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]

@@ -53,7 +53,12 @@ def ctc_greedy(
     else:  # the argmax over the allowed classes only (a dozen columns of ~18,700 for digits)
         allowed = np.flatnonzero(mask)
         best = allowed[probs[:, allowed].argmax(axis=1)]
-    best_p = probs[np.arange(len(best)), best]
+    return ctc_collapse(best, probs[np.arange(len(best)), best], characters)
+
+
+def ctc_collapse(best: np.ndarray, best_p: np.ndarray, characters: Sequence[str]) -> Recognition:
+    """The text of a best-class path (T,) with its probabilities: repeats merged, blanks
+    dropped, a character's confidence the best of its repeats."""
     text: list[str] = []
     confs: list[float] = []
     previous = 0
@@ -79,6 +84,9 @@ class CTCLineReader:
     characters: list[str]
     height: int
     max_batch: int
+    decodes_on_device: bool = False
+    """The network answers each step's best allowed class and its probability under the crops'
+    class masks (:meth:`forward_best`) instead of every class's probability (:meth:`forward`)."""
     batch_sizes: tuple[int, ...] = ()
     """Sizes a batch is padded up to (rows of zeros), ascending; empty: batches as they come.
     A GPU runtime plans each input shape once, slowly (docs/benchmarks.md, *GPU*): a few batch
@@ -86,6 +94,10 @@ class CTCLineReader:
 
     def forward(self, batch: np.ndarray) -> np.ndarray:
         """(N, T, C) class probabilities of an (N, 3, height, W) batch."""
+        raise NotImplementedError
+
+    def forward_best(self, batch: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(N, T) best allowed classes and their probabilities, under (N, C) boolean masks."""
         raise NotImplementedError
 
     @cached_property
@@ -127,6 +139,16 @@ class CTCLineReader:
                 batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
                 for row, i in enumerate(chunk):
                     batch[row] = prepared[i]
+                if self.decodes_on_device:
+                    masks = np.ones((rows, len(self.characters)), dtype=bool)
+                    for row, i in enumerate(chunk):
+                        mask = self.mask(allowlists[i])
+                        if mask is not None:
+                            masks[row] = mask
+                    best, best_p = self.forward_best(batch, masks)
+                    for row, i in enumerate(chunk):
+                        results[i] = ctc_collapse(best[row], best_p[row], self.characters)
+                    continue
                 probs = self.forward(batch)
                 for row, i in enumerate(chunk):
                     results[i] = ctc_greedy(probs[row], self.mask(allowlists[i]), self.characters)

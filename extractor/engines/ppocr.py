@@ -21,6 +21,7 @@ from typing import Literal
 import numpy as np
 
 from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
+from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
 from extractor.errors import EngineError, ModelNotFoundError
 
 INPUT_HEIGHT = 48
@@ -140,6 +141,7 @@ class PPOCRRecognizer(CTCLineReader):
         trt_cache_dir: str | None = None,
         max_batch: int = 32,
         batch_sizes: tuple[int, ...] | None = None,
+        decode_on_device: bool | None = None,
     ) -> None:
         import onnxruntime as ort
 
@@ -171,12 +173,16 @@ class PPOCRRecognizer(CTCLineReader):
                 f"{wanted} is not available in this onnxruntime build "
                 f"(available: {', '.join(sorted(available))}); install 'roi[gpu]' for CUDA/TensorRT"
             )
+        # on a GPU the argmax runs in the graph (device_argmax.py); on the CPU nothing is copied
+        on_device = provider != "cpu" if decode_on_device is None else decode_on_device
         try:
-            self.session = ort.InferenceSession(str(path), options, providers=providers)
+            model: str | bytes = with_masked_argmax(path) if on_device else str(path)
+            self.session = ort.InferenceSession(model, options, providers=providers)
         except Exception as exc:
             raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
         self.model_path = path
         self.provider = provider
+        self.decodes_on_device = on_device
         self.max_batch = max_batch
         if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
             gpu = provider != "cpu"
@@ -198,7 +204,12 @@ class PPOCRRecognizer(CTCLineReader):
                 f"{self.model_path} stores no character list; pass keys_path=/path/to/keys.txt"
             )
         classes = ["", *chars, " "]
-        n_out = self.session.get_outputs()[0].shape[-1]
+        scores = (
+            self.session.get_inputs()[-1]
+            if self.decodes_on_device
+            else self.session.get_outputs()[0]
+        )
+        n_out = scores.shape[-1]
         if isinstance(n_out, int) and n_out != len(classes):
             raise EngineError(
                 f"character list has {len(classes)} classes but the model outputs {n_out}"
@@ -209,3 +220,9 @@ class PPOCRRecognizer(CTCLineReader):
 
     def forward(self, batch: np.ndarray) -> np.ndarray:
         return self.session.run(None, {self.input_name: batch})[0]
+
+    def forward_best(self, batch: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        best, best_p = self.session.run(
+            [BEST_CLASS, BEST_PROB], {self.input_name: batch, MASK_INPUT: masks}
+        )
+        return best, best_p
