@@ -154,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="per crops/s point")
     parser.add_argument("--batches", default=",".join(map(str, BATCHES)))
     parser.add_argument(
+        "--decode-on-device",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the CTC argmax in the graph (default: on a GPU provider)",
+    )
+    parser.add_argument(
         "--patch", default=None, help="a bench/variants.py patch for the CPU side, e.g. work-800"
     )
     parser.add_argument("--out", default=os.environ.get("OUT", str(ROOT / ".cache" / "gpu")))
@@ -194,6 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         trt_cache_dir=str(ROOT / ".cache" / "trt"),
         max_batch=max(batches),
         batch_sizes=tuple(batches),  # the sizes measured are the sizes warmed and padded to
+        decode_on_device=args.decode_on_device,
     )
     results["session_s"] = round(time.perf_counter() - t0, 1)
     results["session_providers"] = rec.session.get_providers()
@@ -220,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     for batch in sizes:
         for width in widths:
             x = np.zeros((batch, 3, INPUT_HEIGHT, width), np.float32)
-            rec.session.run(None, {rec.input_name: x})
+            _model(rec, x)
         print(f"warmed batch {batch}: {time.perf_counter() - t0:.1f} s", flush=True)
     results["warm_s"] = round(time.perf_counter() - t0, 1)
     results["warm_shapes"] = len(widths) * len(sizes)
     results["batch_sizes"] = list(rec.batch_sizes)
+    results["decodes_on_device"] = rec.decodes_on_device
     results["cudnn_conv_algo_search"] = cudnn_conv_algo_search()
     _save(out, results)
     print(f"warmed {results['warm_shapes']} shapes in {results['warm_s']} s", flush=True)
@@ -234,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, INPUT_HEIGHT, 320))
         x = x.astype(np.float32)
         with GpuSampler() as gpu:
-            runs, secs = _time(lambda x=x: rec.session.run(None, {rec.input_name: x}), args.seconds)
+            runs, secs = _time(lambda x=x: _model(rec, x), args.seconds)
         fixed = {"crops_per_s": runs * batch / secs, "ms_per_batch": 1000 * secs / runs}
         fixed.update(gpu.summary())
         # recognize() on `batch` real crops at a time (buckets split a batch by width)
@@ -318,6 +326,13 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _model(rec: Any, x: np.ndarray) -> Any:
+    """The network alone on a batch (with the argmax in the graph: every class allowed)."""
+    if rec.decodes_on_device:
+        return rec.forward_best(x, np.ones((len(x), len(rec.characters)), dtype=bool))
+    return rec.forward(x)
+
+
 def _save(out: Path, results: dict[str, Any]) -> None:
     """What is measured so far, so a run stopped at its time limit still leaves its figures."""
     (out / "gpu_results.json").write_text(json.dumps(results, indent=1))
@@ -339,7 +354,8 @@ def _markdown(r: dict[str, Any]) -> str:
         f"(session providers {', '.join(r['session_providers'])}), onnxruntime {r['onnxruntime']}; "
         f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s; "
         f"cuDNN conv algorithm search {r['cudnn_conv_algo_search']}, batches padded to "
-        f"{r['batch_sizes'] or 'none'}.",
+        f"{r['batch_sizes'] or 'none'}, argmax "
+        f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}.",
         "",
         "| batch | crops/s model (w=320) | ms/batch | GPU util % | crops/s recognize() real crops "
         "| GPU util % | GPU mem MiB |",

@@ -11,7 +11,8 @@
 #   run(command="cp .gpu/p4/* /tmp/p/ && PARTS=/tmp/p PROVIDER=cuda bash bench/gpu.sh",
 #       carry=[".gpu/p4"])
 # The device image (2026-11) has CUDA 13, cuDNN 9 and cuBLAS as nvidia-* wheels beside PyTorch,
-# which the CUDA EP of onnxruntime-gpu 1.31 (built for CUDA 13) loads; it has no TensorRT.
+# which the CUDA EP of onnxruntime-gpu 1.31 (built for CUDA 13) loads, and onnx (the argmax on
+# the device rewrites the model with it); it has no TensorRT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYV=${PYV:-3.12}                       # the device image's Python
