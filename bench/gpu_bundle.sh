@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Packs what a lent GPU machine lacks for bench/gpu.sh into parts small enough for the device
 # tool (it reaches no package index; a call takes at most 64 MiB with the working tree):
-# onnxruntime-gpu, pydantic, zxing-cpp for the device's Python, and the PP-OCRv6 rec model.
+# onnxruntime-gpu, pydantic, zxing-cpp and rapidocr (its PP-OCR models; the full-page OCR side
+# by side) with its needs, for the device's Python.
 #
-#   bash bench/gpu_bundle.sh        # -> .gpu/p0 .. .gpu/p4 (git-ignored), ~43 MB each
+#   bash bench/gpu_bundle.sh        # -> .gpu/p0 .. .gpu/p5 (git-ignored), ~43 MB each
 #
 # Then one device call per part, back to back (an idle machine goes back after 30 s, and what
 # was copied with it):
-#   run(command="mkdir -p /tmp/p && cp .gpu/p0/* /tmp/p/", carry=[".gpu/p0"])    ... p1, p2, p3
-#   run(command="cp .gpu/p4/* /tmp/p/ && PARTS=/tmp/p PROVIDER=cuda bash bench/gpu.sh",
-#       carry=[".gpu/p4"])
+#   run(command="mkdir -p /tmp/p && cp .gpu/p0/* /tmp/p/", carry=[".gpu/p0"])  ... p1 to p4
+#   run(command="cp .gpu/p5/* /tmp/p/ && PARTS=/tmp/p PROVIDER=cuda bash bench/gpu.sh",
+#       carry=[".gpu/p5"])
 # The device image (2026-11) has CUDA 13, cuDNN 9 and cuBLAS as nvidia-* wheels beside PyTorch,
 # which the CUDA EP of onnxruntime-gpu 1.31 (built for CUDA 13) loads, and onnx (the argmax on
 # the device rewrites the model with it); it has no TensorRT.
@@ -17,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYV=${PYV:-3.12}                       # the device image's Python
 ORT=${ORT:-onnxruntime-gpu==1.31.1}
-NPARTS=${NPARTS:-5}
+NPARTS=${NPARTS:-6}
 DEST=${DEST:-.gpu}
 VPY=${VPY:-.venv/bin/python}
 
@@ -26,7 +27,8 @@ trap 'rm -rf "$work"' EXIT
 pins=$("$VPY" - <<'PY'
 from importlib.metadata import version
 print(" ".join(f"{n}=={version(n)}" for n in
-      ("pydantic", "pydantic-core", "annotated-types", "typing-inspection", "zxing-cpp")))
+      ("pydantic", "pydantic-core", "annotated-types", "typing-inspection", "zxing-cpp",
+       "rapidocr", "colorlog", "omegaconf", "pyclipper", "shapely")))
 PY
 )
 echo "downloading $ORT $pins for Python $PYV"
@@ -39,10 +41,6 @@ for wheel in "$work"/wheels/*.whl; do (cd "$work/site" && python3 -m zipfile -e 
 # not used by the bench: ORT's Python tools, and the C API library the Python module does not load
 rm -rf "$work"/site/onnxruntime/{transformers,tools,quantization,datasets} \
   "$work"/site/onnxruntime/capi/libonnxruntime.so.*
-model=$("$VPY" -c "from extractor.engines.ppocr import packaged_model_path as p; print(p('PP-OCRv6'))")
-mkdir -p "$work/site/rapidocr/models"
-touch "$work/site/rapidocr/__init__.py"  # found, never imported: the model file is what is used
-cp "$model" "$work/site/rapidocr/models/"
 du -sh "$work/site"
 tar -C "$work/site" -cf - . | xz -T2 -7 > "$work/bundle.tar.xz"
 (cd "$work" && split -n "$NPARTS" -d bundle.tar.xz part.)
