@@ -288,6 +288,9 @@ async def health(state: State) -> dict[str, Any]:
         "inflight": pool.inflight,
         "restarts": pool.restarts,
     }
+    if pool.load_errors:  # the API answers, but workers cannot load: say why, for operators
+        body["status"] = "degraded"
+        body["worker_load_errors"] = {str(s): e for s, e in sorted(pool.load_errors.items())}
     if state.settings.expose_worker_pids:
         body["worker_processes"] = pool.snapshot()
     return body
@@ -301,7 +304,12 @@ async def ready(state: State) -> Response[dict[str, Any]]:
     return Response(
         {
             "error": "not_ready",
-            "detail": f"{pool.ready_count} of {pool.size} workers have loaded their models",
+            "detail": f"{pool.ready_count} of {pool.size} workers have loaded their models"
+            + (
+                f"; failing to load: {next(iter(pool.load_errors.values()))}"
+                if pool.load_errors
+                else ""
+            ),
         },
         status_code=503,
         media_type=MediaType.JSON,

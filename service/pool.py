@@ -113,6 +113,8 @@ class WorkerPool:
         self._on_batch = on_batch
         self._on_restart = on_restart
         self._failures: dict[int, int] = {}  # slot -> consecutive start failures
+        self.load_errors: dict[int, str] = {}
+        """Slot -> why its last worker could not load its models (cleared when one does)."""
         self.restarts = 0
         self._replacing: set[asyncio.Future[None]] = set()
 
@@ -220,6 +222,14 @@ class WorkerPool:
         if self._closing:
             raise PoolError(503, "shutting_down", "the service is shutting down; retry", retry)
         if self.ready_count == 0:
+            if len(self.load_errors) == self.size:  # a setup error: retrying will not mend it
+                raise PoolError(
+                    503,
+                    "workers_failing",
+                    "no worker could load its models (GET /health says why); the service "
+                    "keeps restarting them",
+                    retry,
+                )
             raise PoolError(
                 503, "not_ready", "no worker is ready yet (models are loading); retry", retry
             )
@@ -347,6 +357,7 @@ class WorkerPool:
             worker.ready = True
             worker.pid = message[1]
             self._failures.pop(worker.slot, None)
+            self.load_errors.pop(worker.slot, None)
             log.info(
                 "worker %d ready (pid %s) after %.1f s",
                 worker.slot,
@@ -356,6 +367,7 @@ class WorkerPool:
             self._wake.set()
         elif kind == "failed":
             worker.failure = message[1]
+            self.load_errors[worker.slot] = message[1]
             log.error("worker %d failed to load: %s", worker.slot, message[1])
 
     def _on_gone(self, worker: _Worker, reason: str) -> None:

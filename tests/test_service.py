@@ -568,3 +568,35 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
     except OSError:
         return False
+
+
+# -- workers that cannot load ---------------------------------------------------------------------
+
+
+def test_workers_that_cannot_load_are_reported(tmp_path: Path) -> None:
+    """A GPU device where ONNX Runtime has no CUDA provider: the API answers, says why the
+    workers fail (``/health`` degraded, ``/ready`` 503 naming the provider) and refuses work
+    with 503 ``workers_failing`` rather than "models are loading" forever."""
+    import onnxruntime
+
+    if "CUDAExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this onnxruntime has the CUDA provider: the workers would load")
+    server = Server("no-cuda", {"ROI_WORKERS": "1", "ROI_DEVICES": "cuda:0"}, tmp_path)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        health: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.TransportError):
+                health = server.health()
+                if health.get("worker_load_errors"):
+                    break
+            time.sleep(0.2)
+        assert health["status"] == "degraded" and health["workers_ready"] == 0, health
+        assert "CUDAExecutionProvider is not available" in health["worker_load_errors"]["0"]
+        ready = _assert_error(server.client.get("/ready"), 503)
+        assert "roi[gpu]" in ready["detail"]
+        r = server.client.post("/extract?template=vat_invoice", content=FORM.read_bytes())
+        assert _assert_error(r, 503)["error"] == "workers_failing"
+        assert r.headers["retry-after"]
+    finally:
+        server.stop()
