@@ -139,17 +139,17 @@ class CTCLineReader:
                 batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
                 for row, i in enumerate(chunk):
                     batch[row] = prepared[i]
+                masks = [self.mask(allowlists[i]) for i in chunk]
                 if self.decodes_on_device:
-                    masks = np.ones((rows, len(self.characters)), dtype=bool)
-                    for row, i in enumerate(chunk):
-                        mask = self.mask(allowlists[i])
+                    allowed = np.ones((rows, len(self.characters)), dtype=bool)
+                    for row, mask in enumerate(masks):
                         if mask is not None:
-                            masks[row] = mask
-                    best, best_p = self.forward_best(batch, masks)
+                            allowed[row] = mask
+                    best, best_p = self.forward_best(batch, allowed)
                     for row, i in enumerate(chunk):
                         results[i] = ctc_collapse(best[row], best_p[row], self.characters)
-                    continue
-                probs = self.forward(batch)
-                for row, i in enumerate(chunk):
-                    results[i] = ctc_greedy(probs[row], self.mask(allowlists[i]), self.characters)
+                else:
+                    probs = self.forward(batch)
+                    for row, i in enumerate(chunk):
+                        results[i] = ctc_greedy(probs[row], masks[row], self.characters)
         return results

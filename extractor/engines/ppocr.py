@@ -173,8 +173,9 @@ class PPOCRRecognizer(CTCLineReader):
                 f"{wanted} is not available in this onnxruntime build "
                 f"(available: {', '.join(sorted(available))}); install 'roi[gpu]' for CUDA/TensorRT"
             )
+        gpu = provider != "cpu"
         # on a GPU the argmax runs in the graph (device_argmax.py); on the CPU nothing is copied
-        on_device = provider != "cpu" if decode_on_device is None else decode_on_device
+        on_device = gpu if decode_on_device is None else decode_on_device
         try:
             model: str | bytes = with_masked_argmax(path) if on_device else str(path)
             self.session = ort.InferenceSession(model, options, providers=providers)
@@ -185,7 +186,6 @@ class PPOCRRecognizer(CTCLineReader):
         self.decodes_on_device = on_device
         self.max_batch = max_batch
         if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
-            gpu = provider != "cpu"
             batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
         self.batch_sizes = tuple(sorted(batch_sizes))
         self.height = INPUT_HEIGHT
