@@ -174,8 +174,10 @@ class PPOCRRecognizer(CTCLineReader):
                 f"(available: {', '.join(sorted(available))}); install 'roi[gpu]' for CUDA/TensorRT"
             )
         gpu = provider != "cpu"
-        # on a GPU the argmax runs in the graph (device_argmax.py); on the CPU nothing is copied
-        on_device = gpu if decode_on_device is None else decode_on_device
+        # on CUDA the argmax runs in the graph (device_argmax.py); on the CPU nothing is copied;
+        # TensorRT's explicit profiles name the image input alone, and ORT wants every dynamic
+        # input in them, so it keeps the host's decoder unless asked
+        on_device = provider == "cuda" if decode_on_device is None else decode_on_device
         try:
             model: str | bytes = with_masked_argmax(path) if on_device else str(path)
             self.session = ort.InferenceSession(model, options, providers=providers)
