@@ -31,7 +31,13 @@ else
 EASYOCR_TORCH ?= torch==2.14.1 torchvision==0.29.1
 endif
 
+# The install needs ~7 GB free on x86_64 (the wheels unpack beside the venv): checked first, so a
+# full disk says so instead of pip's OSError half way through.
+EASYOCR_FREE_GB ?= $(if $(filter aarch64,$(shell uname -m)),2,7)
 $(VENV)/.setup-easyocr: pyproject.toml | $(VENV)/.setup
+	@free=$$(df -Pk $(VENV) | awk 'NR==2 {print int($$4 / 1048576)}'); \
+	  [ "$$free" -ge $(EASYOCR_FREE_GB) ] || { \
+	  echo "make: the EasyOCR test install (torch) needs $(EASYOCR_FREE_GB) GB free on the disk of $(VENV); $$free GB are" >&2; exit 1; }
 	$(PIP) install -q $(EASYOCR_TORCH)
 	$(PIP) install -q -e '.[easyocr]' $(EASYOCR_TORCH)
 	touch $@
