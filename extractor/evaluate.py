@@ -167,7 +167,7 @@ def evaluate(
     return report
 
 
-_LEVEL_ORDER = {"clean": 0, "light": 1, "medium": 2, "heavy": 3, "multipage": 4}
+_LEVEL_ORDER = {"clean": 0, "light": 1, "medium": 2, "heavy": 3, "geometry": 4, "multipage": 5}
 
 
 def _level_order(item: tuple[str, Tally]) -> tuple[str, int, str]:

@@ -52,11 +52,9 @@ def test_a_field_the_print_lost_is_taken_from_the_qr_code() -> None:
     20269526): the invoice number's last digit is outside the picture, read '8429944'. The QR
     code, decoded, states the number: the field takes it, says so, and keeps what was read."""
     from extractor.pipeline import Extractor
-    from extractor.synth.degrade import medium_quality_heavy_geometry
     from extractor.synth.generate import make_document
 
-    with medium_quality_heavy_geometry():
-        document = make_document(20269526, "heavy")
+    document = make_document(20269526, "geometry")
     geometry = document.truth["degradations"]["geometry"]
     width, height = geometry["canvas_mm"]
     assert any(

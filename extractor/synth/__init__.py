@@ -6,7 +6,7 @@ API (all deterministic from the seed):
   ``level`` is one of :data:`LEVELS` (clean, light, medium, heavy).
 * ``make_document(seed, level)`` -> :class:`Document` (image, the JPEG bytes, truth, dpi).
 * ``write_fixture_set(out_dir: Path, seed=2026, counts=None) -> list[Path]``: the fixture set
-  (``fixtures/``: clean/ light/ medium/ heavy/ multipage/ + README.md).
+  (``fixtures/``: clean/ light/ medium/ heavy/ multipage/ geometry/ + README.md).
 * ``write_reference(template, out_path=None) -> Path``: the template's reference image (the blank
   form at its registration dpi), ``render_form(template, dpi) -> BGR ndarray``.
 * ``python -m extractor.synth --out fixtures --seed 2026`` (``roi synth ...`` calls

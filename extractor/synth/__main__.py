@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out",
         type=Path,
-        help="folder for the fixture set (clean/ light/ medium/ heavy/ multipage/)",
+        help="folder for the fixture set (clean/ light/ medium/ heavy/ multipage/ geometry/)",
     )
     p.add_argument(
         "--seed",
@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--counts",
         type=_counts,
         default=None,
-        help="documents per level, e.g. clean=14,light=12,medium=10,heavy=8,multipage=3; with "
+        help="documents per level, e.g. clean=14,light=12,medium=10,heavy=8,multipage=3,geometry=8 "
+        "(a level not named gets its default); with "
         "--counts the 数电票 set is written only when a digital_* key is named: digital_pdf=3,"
         "digital_pdf_2page=1,digital_clean=2,digital_light=2,digital_medium=2,digital_image_pdf=1",
     )

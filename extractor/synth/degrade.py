@@ -17,14 +17,16 @@ Levels:
 * ``heavy``: meant to defeat template registration: a phone photo on a desk (rotation 10-30 deg,
   strong perspective, other scale, margins cut off) or a crooked scan (rotation 10-25 deg, scale
   0.6-1.25, corners cut), half of them also turned by 90/180/270 deg, heavy blur/noise, JPEG 45-75.
+* ``geometry``: the heavy level's misregistration alone: every geometric draw of ``heavy`` for the
+  same seed (photo or crooked scan, perspective, scale, cut margins, turns, fax), with the medium
+  level's blur, noise and JPEG quality and no motion blur. It tells what registration and the
+  fallback achieve apart from how legible the heavy level's text still is.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import cv2
@@ -34,7 +36,9 @@ from extractor.synth.layout import PAGE_H, PAGE_W
 from extractor.synth.raster import px_per_mm
 from extractor.synth.render import RenderedPage
 
-LEVELS = ("clean", "light", "medium", "heavy")
+LEVELS = ("clean", "light", "medium", "heavy", "geometry")
+# A level drawn as another one (same seeds, same geometry) with a milder image: (draws, quality).
+MIXED_LEVELS = {"geometry": ("heavy", "medium")}
 
 # The part of an invoice page that light/medium scans always keep (mm): the form and its top
 # band. Other pages keep all but a 10 mm margin.
@@ -46,7 +50,7 @@ JPEG_QUALITY = {"light": (70, 86), "medium": (58, 80), "heavy": (45, 75)}
 MIN_PHOTO_PX_PER_MM = 4.3  # a phone photo resolves the page at >= ~110 dpi
 NOISE_SIGMA = {"light": (0.8, 2.0), "medium": (1.5, 4.0), "heavy": (3.0, 7.0)}
 BLUR_SIGMA = {"light": (0.0, 0.6), "medium": (0.5, 1.2), "heavy": (0.8, 2.0)}  # Gaussian, px
-MOTION_BLUR_PX = (2.0, 5.0)  # length of the motion blur 2 in 5 phone photos get
+MOTION_BLUR_PX = {"heavy": (2.0, 5.0), "medium": (0.0, 0.0)}  # 2 in 5 phone photos; 0 px: none
 
 
 @dataclass
@@ -384,6 +388,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
     """Scan (or photograph) ``page`` at degradation ``level``; see the module docstring."""
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
+    level, quality_level = MIXED_LEVELS.get(level, (level, level))
     nrng = np.random.default_rng(rng.getrandbits(64))
     ppm = px_per_mm(page.dpi)
     params: dict[str, object] = {}
@@ -422,7 +427,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
     fax = (level == "medium" and rng.random() < 0.25) or (
         level == "heavy" and not photo and rng.random() < 0.3
     )
-    blur_range = BLUR_SIGMA[level]
+    blur_range = BLUR_SIGMA[quality_level]
     if fax:  # a fax machine scans sharp, then thresholds
         blur_range = (0.2, 0.6)
     if level != "light" or rng.random() < 0.6:
@@ -431,7 +436,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
             img = cv2.GaussianBlur(img, (0, 0), sigma)
         blur: dict[str, object] = {"sigma_px": _r(sigma)}
         if photo and rng.random() < 0.4:
-            length, angle = rng.uniform(*MOTION_BLUR_PX), rng.uniform(0, 180)
+            length, angle = rng.uniform(*MOTION_BLUR_PX[quality_level]), rng.uniform(0, 180)
             img = cv2.filter2D(img, -1, motion_kernel(length, angle))
             blur["motion"] = {"length_px": _r(length, 2), "angle_deg": _r(angle, 1)}
         params["blur"] = blur
@@ -454,7 +459,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
             "speckle": _r(speckle, 5),
         }
     else:
-        sigma_n = rng.uniform(*NOISE_SIGMA[level])
+        sigma_n = rng.uniform(*NOISE_SIGMA[quality_level])
         noise = nrng.normal(0, sigma_n / 255, img.shape[:2]).astype(np.float32)
         img += noise[..., None]
         image = np.clip(np.rint(img * 255), 0, 255).astype(np.uint8)
@@ -467,26 +472,7 @@ def degrade(page: RenderedPage, level: str, rng: random.Random) -> Scan:
         page_to_image = m @ page_to_image
         params["turn"] = {"deg_ccw": 90 * k}
 
-    quality = rng.randint(*JPEG_QUALITY[level])
+    quality = rng.randint(*JPEG_QUALITY[quality_level])
     data, image = jpeg_round_trip(image, quality)
     params["jpeg"] = {"quality": quality}
     return Scan(image, data, params, page_to_image / page_to_image[2, 2])
-
-
-@contextmanager
-def medium_quality_heavy_geometry() -> Iterator[None]:
-    """Inside the block, the heavy level keeps its geometry and takes the medium level's image
-    quality; every random draw is made as before, so a seed's page has the same geometry
-    (bench/geometry.py: the heavy level's misregistration alone)."""
-    global MOTION_BLUR_PX
-    tables = (BLUR_SIGMA, NOISE_SIGMA, JPEG_QUALITY)
-    saved = [table["heavy"] for table in tables], MOTION_BLUR_PX
-    for table in tables:
-        table["heavy"] = table["medium"]
-    MOTION_BLUR_PX = (0.0, 0.0)  # drawn all the same: a 0 px blur changes nothing
-    try:
-        yield
-    finally:
-        for table, value in zip(tables, saved[0], strict=True):
-            table["heavy"] = value
-        MOTION_BLUR_PX = saved[1]

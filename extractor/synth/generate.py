@@ -21,7 +21,7 @@ import pymupdf
 from PIL import Image
 
 from extractor.synth.content import make_invoice
-from extractor.synth.degrade import LEVELS, Scan, degrade
+from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
 from extractor.synth.render import RenderedPage, render_invoice
@@ -36,7 +36,11 @@ DATA_OFFSET_MM = {
     "medium": (4.0, 1.8),
     "heavy": (5.0, 2.2),
 }
-DEFAULT_COUNTS = {"clean": 14, "light": 12, "medium": 10, "heavy": 8, "multipage": 3}
+DATA_OFFSET_MM |= {mixed: DATA_OFFSET_MM[draws] for mixed, (draws, _) in MIXED_LEVELS.items()}
+DEFAULT_COUNTS = {"clean": 14, "light": 12, "medium": 10, "heavy": 8, "multipage": 3, "geometry": 8}
+# Files are numbered across the set in this order; a level added later goes last, so that no
+# document already committed changes its number (and seed).
+NUMBERING_ORDER = ("clean", "light", "medium", "heavy", "multipage", "geometry")
 MULTIPAGE_KINDS = ("pdf_invoice_and_note", "pdf_letter_and_invoices", "tiff_two_invoices")
 DIGITAL_FOLDER = "digital"  # the 数电票 set (template vat_invoice_digital)
 DIGITAL_PREFIX = "digital_"  # counts keys of the 数电票 set: digital_pdf, digital_clean, ...
@@ -78,16 +82,18 @@ def _degradations(scan: Scan, dpi: float, page: RenderedPage) -> dict[str, objec
 def make_document(
     seed: int, level: str, template: str = TEMPLATE, dpi: float | None = None
 ) -> Document:
-    """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice."""
+    """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
+    (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
-    dpi = dpi if dpi is not None else dpi_for(seed, level)
+    draws = MIXED_LEVELS.get(level, (level,))[0]
+    dpi = dpi if dpi is not None else dpi_for(seed, draws)
     inv = make_invoice(random.Random(seed))
     page = render_invoice(
         inv, dpi, random.Random(f"render:{seed}"), offset_mm=DATA_OFFSET_MM[level]
     )
-    scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
+    scan = degrade(page, level, random.Random(f"scan:{seed}:{draws}"))
     truth: dict[str, object] = {
         "template": template,
         "seed": seed,
@@ -254,7 +260,7 @@ def write_fixture_set(
 ) -> list[Path]:
     """Write the fixture set under ``out_dir``; returns the paths written (documents and truths).
 
-    Folders ``clean/ light/ medium/ heavy/`` hold ``vat_invoice_NNNN.jpg`` + ``.json``;
+    Folders ``clean/ light/ medium/ heavy/ geometry/`` hold ``vat_invoice_NNNN.jpg`` + ``.json``;
     ``multipage/`` holds PDFs and a TIFF. Files are numbered across the set; document number
     ``n`` has seed ``seed * 10000 + n``. ``digital/`` holds the 数电票 set (template
     ``vat_invoice_digital``, :func:`extractor.synth.digital.write_digital_set`), written with the
@@ -267,27 +273,24 @@ def write_fixture_set(
     out_dir = Path(out_dir)
     written: list[Path] = []
     number = 0
-    for level in LEVELS:
-        folder = out_dir / level
-        folder.mkdir(parents=True, exist_ok=True)
-        for _ in range(counts.get(level, 0)):
+    for folder_name in NUMBERING_ORDER:
+        folder = out_dir / folder_name
+        for i in range(counts.get(folder_name, 0)):
             number += 1
+            folder.mkdir(parents=True, exist_ok=True)
             doc_seed = document_seed(seed, number)
-            doc = make_document(doc_seed, level)
-            path = folder / f"{TEMPLATE}_{number:04d}.jpg"
-            path.write_bytes(doc.jpeg)
-            _write_json(path.with_suffix(".json"), {"file": path.name, **doc.truth})
+            if folder_name == "multipage":
+                kind = MULTIPAGE_KINDS[i % len(MULTIPAGE_KINDS)]
+                suffix = ".tif" if kind.startswith("tiff") else ".pdf"
+                path = folder / f"{TEMPLATE}_{number:04d}{suffix}"
+                truth = write_multipage(kind, doc_seed, path)
+            else:
+                doc = make_document(doc_seed, folder_name)
+                path = folder / f"{TEMPLATE}_{number:04d}.jpg"
+                path.write_bytes(doc.jpeg)
+                truth = {"file": path.name, **doc.truth}
+            _write_json(path.with_suffix(".json"), truth)
             written += [path, path.with_suffix(".json")]
-    folder = out_dir / "multipage"
-    for i in range(counts.get("multipage", 0)):
-        number += 1
-        kind = MULTIPAGE_KINDS[i % len(MULTIPAGE_KINDS)]
-        folder.mkdir(parents=True, exist_ok=True)
-        suffix = ".tif" if kind.startswith("tiff") else ".pdf"
-        path = folder / f"{TEMPLATE}_{number:04d}{suffix}"
-        truth = write_multipage(kind, document_seed(seed, number), path)
-        _write_json(path.with_suffix(".json"), truth)
-        written += [path, path.with_suffix(".json")]
     if digital:
         from extractor.synth.digital import write_digital_set
 

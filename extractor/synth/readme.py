@@ -34,6 +34,14 @@ LEVEL_ROWS = (
         "PDFs mixing invoices with a delivery note (送货单, ruled like a form) or an A4 cover "
         "letter, and a 2-page greyscale JPEG-compressed TIFF; pages at the clean or light level",
     ),
+    (
+        "geometry",
+        "JPEG",
+        "150-300 dpi",
+        "the heavy level's misregistration alone: every geometric draw of `heavy` for the seed "
+        "(photo or crooked scan, perspective, scale, cut margins, turns, fax) with the medium "
+        "level's blur, noise and JPEG 58-80, no motion blur",
+    ),
 )
 
 
