@@ -33,6 +33,11 @@ be trusted (to pick the template with ``auto``, and to re-read the boxes). Measu
 full-page OCR on fixture pages: the right template's labels score 0.48-1.0 where they are
 legible (0.57 on a form with its lower third torn off); the other template's labels score up
 to 0.39 on an invoice, and 0.26 on a delivery note that shares a few labels."""
+MIN_INLIERS_FOR_ITS_TEMPLATE = 8
+"""Label matches in place that align a page to the template it is known to be of (asked for,
+or its frame matched) whatever their share: a photo at 30 degrees whose OCR misread or split
+half the labels (称： for 名称) still has 8 or more that one homography puts in place, an
+overdetermined fit; the share (:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
 MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
 _NOISE = re.compile(r"[\s:：]")
 
@@ -68,8 +73,12 @@ class ReferenceLabels:
         }
 
 
-def align_by_labels(lines: list[TextLine], reference: ReferenceLabels) -> LabelAlignment:
-    """Homography from the reference's distinct labels to where the page prints them."""
+def align_by_labels(
+    lines: list[TextLine], reference: ReferenceLabels, *, known: bool = False
+) -> LabelAlignment:
+    """Homography from the reference's distinct labels to where the page prints them. With
+    ``known`` (the page is of this template), :data:`MIN_INLIERS_FOR_ITS_TEMPLATE` in place
+    suffice, whatever their share."""
     page_counts: dict[str, int] = {}
     for line in lines:
         page_counts[norm(line.text)] = page_counts.get(norm(line.text), 0) + 1
@@ -96,7 +105,7 @@ def align_by_labels(lines: list[TextLine], reference: ReferenceLabels) -> LabelA
     if homography is None or inliers < MIN_LABEL_MATCHES or not _plausible(homography):
         return LabelAlignment(None, len(src), inliers, 0.0)
     score = min(1.0, inliers / max(len(reference.unique), 1))
-    if score < MIN_LABEL_SCORE:
+    if score < MIN_LABEL_SCORE and not (known and inliers >= MIN_INLIERS_FOR_ITS_TEMPLATE):
         return LabelAlignment(None, len(src), inliers, round(score, 4))
     return LabelAlignment(homography, len(src), inliers, round(score, 4))
 
@@ -195,23 +204,27 @@ def beside_label(
             if np.linalg.norm(_label_end(h) - point) <= radius or (row and _on_row_before(h, point))
         ]
         holders.sort(key=lambda line: float(np.linalg.norm(_label_end(line) - point)))
-    if not holders:
-        return None
+    if not holders or (near is None and len(holders) > 1):
+        return None  # no label, or one printed twice (名称) with nothing to tell which is whose
     holder = holders[0]
     rest = norm(holder.text).split(label, 1)[1]
     if rest and not check_value(spec, rest).errors:
         return rest, holder.score, holder.quad
     height = max(holder.height, 1.0)
-    right = (holder.quad[1] + holder.quad[2]) / 2
+    right = _label_end(holder)
+    # along and across the label's own line: a photo's rows run at its angle, not the image's
+    along = holder.quad[1] - holder.quad[0]
+    along = along / max(float(np.linalg.norm(along)), 1e-6)
+    down = np.array([-along[1], along[0]])
     candidates = []
     for line in lines:
         if line is holder:
             continue
-        dx, dy = line.centre - right
+        dx, dy = float((line.centre - right) @ along), float((line.centre - right) @ down)
         if abs(dy) < 0.7 * height and dx > -height:  # same row, to the right
-            candidates.append((float(dx), line))
-        elif 0 < dy < 3 * height and abs(line.centre[0] - holder.centre[0]) < 6 * height:  # below
-            candidates.append((float(10 * height + dy), line))
+            candidates.append((dx, line))
+        elif 0 < dy < 3 * height and abs(float((line.centre - holder.centre) @ along)) < 6 * height:
+            candidates.append((10 * height + dy, line))  # below
     for _, line in sorted(candidates, key=lambda item: item[0]):
         if norm(line.text) not in stoplist and not check_value(spec, line.text).errors:
             return line.text, line.score, line.quad

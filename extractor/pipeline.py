@@ -87,6 +87,7 @@ NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
 start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
+LOST_START_AGREEMENT = 0.6  # share of a name's characters its box's reading has in place
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 _POINTS = ".．。·"  # what a decimal point is read as
 _YEN = "¥￥"  # the currency mark in front of an amount, half and full width
@@ -397,7 +398,7 @@ class Extractor:
         assert image is not None
         lines = prepared.lines if prepared.lines is not None else self.fullpage_ocr()(image)
         reference = self.reference_labels(template)
-        labels = align_by_labels(lines, reference)
+        labels = align_by_labels(lines, reference, known=True)
         homography = (
             prepared.alignment.homography if prepared.alignment.matched else labels.homography
         )
@@ -425,12 +426,15 @@ class Extractor:
             # the first valid reading; else the surest of those only in doubt (their values
             # pass their checks); else the first with a value
             doubtful = [c for c in present if c.value and _only_doubt(c)]
-            merged[spec.name] = (
+            merged[spec.name] = chosen = (
                 next((c for c in present if c.valid), None)
                 or max(doubtful, key=lambda c: c.confidence, default=None)
                 or next((c for c in present if c.value), None)
                 or _empty(spec)
             )
+            own = fields.get(spec.name)
+            if spec.kind is FieldKind.name and own is not None and chosen is not own:
+                _doubt_a_lost_start(chosen, own.raw)
         return merged, labels if labels.homography is not None else None
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
@@ -529,6 +533,20 @@ class Extractor:
             box=_bounds(quad) if quad is not None else None,
             source="roi",
         )
+
+
+def _doubt_a_lost_start(field: FieldResult, own: str) -> None:
+    """Flags a name the fallback found when the box's own reading (``own``, flagged) holds it
+    with one to three characters more in front: the full-page line began after the name's
+    first characters (a rule across 广 hid it from the detector, and the line re-read from
+    where it began lacks it too)."""
+    value = field.value or ""
+    extra = len(own) - len(value)
+    if value and 1 <= extra <= 3:
+        same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
+        if same >= LOST_START_AGREEMENT * len(value):
+            field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
+            field.valid = False
 
 
 def _words_on_template(words: list[Word], dpi: float, to_page: np.ndarray) -> list[Word]:
@@ -701,26 +719,21 @@ def _surer(
 
 
 def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
-    """Blur makes the ¥ in front of an amount a 4 or a 9 ('¥153613.24' read '4153613.24'). When
-    a sum rule's amounts do not add up as read, and there is exactly one way to make them add up
-    by dropping such a leading digit from some of them (to the cent, or with one character of
-    one doubtful reading off, as in :func:`_slip`), it is taken; each changed field says so."""
+    """Blur makes the ¥ in front of an amount a 4 or a 9 ('¥153613.24' read '4153613.24'), a
+    rule or a speck before it a character ('1¥2965.60'), and its decimal point vanish. When a
+    sum rule's amounts do not add up as read, and there is exactly one way to make them add up
+    with such slips (:func:`_readings`; to the cent, or with one character of one doubtful
+    reading off, as in :func:`_slip`), it is taken; each changed field says so."""
     names = rule_fields(rule)
-    read = [fields.get(name) for name in names]
-    if any(
-        f is None or f.value is None or template.field(n).kind is not FieldKind.amount
-        for n, f in zip(names, read, strict=True)
-    ):
+    if any(template.field(n).kind is not FieldKind.amount or n not in fields for n in names):
         return
-    options = [
-        [(f.value, False)] + ([(f.value[1:], True)] if _yen_as_digit(f) else [])
-        for f in read
-        if f is not None and f.value is not None
-    ]
+    options = [list(_readings(fields[n], template.field(n)).items()) for n in names]
+    if not all(options):
+        return
     # every way, the readings as they are too: dropping the same leading digit from a term and
     # the total keeps a sum that holds (44758.00 + 2685.48 = 47443.48 and 4758.00 + ... =
     # 7443.48), so a way is taken only when no other way, as read included, fits as well
-    solutions: list[tuple[tuple[tuple[str, bool], ...], str | None]] = []
+    solutions: list[tuple[tuple[tuple[str, str], ...], str | None]] = []
     for combo in product(*options):
         values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
         implied = implied_values(rule, values)
@@ -733,17 +746,16 @@ def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, Field
                 solutions.append((combo, name))
     exact = [solution for solution in solutions if solution[1] is None]
     chosen = exact if exact else solutions
-    if len(chosen) != 1 or not any(dropped for _, dropped in chosen[0][0]):
-        return  # none, more than one way, or the readings as they are: left to the other mends
+    if len(chosen) != 1 or all(slip in ("", _POINT_RESTORED) for _, slip in chosen[0][0]):
+        return  # none, more than one way, or no ¥ in it: left to the other mends (:func:`_slip`)
     combo, mended = chosen[0]
     values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
     if mended is not None:
         values[mended] = implied_values(rule, values)[mended]
-    for name, (_, dropped) in zip(names, combo, strict=True):
+    for name, (_, slip) in zip(names, combo, strict=True):
         field = fields[name]
-        if not dropped and name != mended:
+        if not slip and name != mended:
             continue
-        slip = "the ¥ read as a digit" if dropped else ""
         if name == mended:
             slip += (", " if slip else "") + "one character corrected"
         # the rule holds with the value, which settles the reading's doubt (as confirmation does)
@@ -751,18 +763,37 @@ def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, Field
         field.note = f"{slip} from {_describe(rule)}"
 
 
-def _yen_as_digit(field: FieldResult) -> bool:
-    """Whether a reading may have taken the ¥ for a digit: it starts with one, has no ¥, and
-    keeps a whole amount without it."""
-    raw = field.raw.strip()
-    value = field.value or ""
-    return (
-        raw[:1].isdigit()
-        and not any(mark in raw for mark in _YEN)
-        and value[:1] == raw[:1]
-        and "." in value[2:]
-        and not (value[1] == "0" and value[2] != ".")
-    )
+_YEN_AS_DIGIT = "the ¥ read as a digit"
+_BEFORE_YEN = "what was read before the ¥ dropped"
+_WHOLE_AMOUNT = re.compile(r"(0|[1-9][0-9]*)\.[0-9]{1,2}")
+
+
+def _readings(field: FieldResult, spec: FieldSpec) -> dict[str, str]:
+    """The values an amount's reading may stand for, each with the slip that explains it (''
+    for the value as read): the ¥ read as a leading digit; what was read before the ¥ (a rule,
+    a speck); the decimal point lost (the digits of an amount printed with ``spec.decimals``).
+    A slip must leave a whole amount: digits, a point, no leading zero."""
+    out = {field.value: ""} if field.value is not None else {}
+    raw = "".join(field.raw.split())
+    yen = max(raw.rfind(mark) for mark in _YEN)
+    if yen > 0:
+        bases = [(raw[yen + 1 :], _BEFORE_YEN)]
+    elif yen < 0 and raw[:1].isdigit():
+        bases = [(raw, ""), (raw[1:], _YEN_AS_DIGIT)]
+    else:
+        bases = [(raw[yen + 1 :], "")]
+    for text, slip in bases:
+        ways = [(text, slip)]
+        if spec.decimals and text.isdigit() and len(text) > spec.decimals:
+            point = len(text) - spec.decimals
+            restored = ", ".join(filter(None, (slip, _POINT_RESTORED)))
+            ways.append((f"{text[:point]}.{text[point:]}", restored))
+        for candidate, why in ways:
+            if why and _WHOLE_AMOUNT.fullmatch(candidate):
+                checked = check_value(spec, candidate)
+                if checked.value is not None and not checked.errors:
+                    out.setdefault(checked.value, why)
+    return out
 
 
 _POINT_RESTORED = "decimal point restored"
@@ -781,7 +812,7 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
     if not field.errors and not passed_over:
         return None
     read = _NOT_AMOUNT.sub("", raw)
-    for text, yen in ((read, ""), (read[1:], "the ¥ read as a digit, ")):
+    for text, yen in ((read, ""), (read[1:], f"{_YEN_AS_DIGIT}, ")):
         if yen and (not raw[:1].isdigit() or any(mark in raw for mark in _YEN)):
             continue
         if _one_edit(text, implied):

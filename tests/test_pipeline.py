@@ -140,6 +140,24 @@ def test_fallback_aligns_a_torn_page_by_its_labels(extractor: Extractor) -> None
     assert never.status == "unmatched" and not never.fields
 
 
+def test_a_steep_photo_is_aligned_by_fewer_labels_than_it_takes_to_pick_a_template(
+    extractor: Extractor,
+) -> None:
+    """A sharp phone photo at 30 degrees with strong perspective (synthetic geometry-level page
+    20269532, not a fixture): the frame does not register (0.44) and full-page OCR misreads or
+    splits half the labels (称： for 名称, 开户行及乘号), so 9 of the form's 23 distinct labels
+    are found in place: too few to tell templates apart, but one homography puts all 9 where
+    the form prints them, and the page is known to be a vat_invoice. Every field is read."""
+    from extractor.synth.generate import make_document
+
+    document = make_document(20269532, "geometry")
+    (page,) = extractor.extract(document.jpeg, "vat_invoice").pages
+    assert not page.matched and page.registration == "labels"
+    expected = document.truth["pages"][0]["fields"]
+    assert {name: f.value for name, f in page.fields.items()} == expected
+    assert all(f.valid for f in page.fields.values())
+
+
 def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
     result = extractor.extract(FIXTURES / "multipage/vat_invoice_0045.pdf", "auto")
     invoice, note = result.pages
@@ -267,6 +285,48 @@ def test_an_amount_one_character_off_what_two_passing_readings_give_is_mended() 
     )
     _mend_amounts(template, fields)
     assert fields["total"].value == "5100.001" and not fields["total"].valid
+
+
+def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_together() -> None:
+    """geometry/vat_invoice_0053 (a phone photo at ~110 dpi): '¥32951.14' read '93295114' (the ¥
+    a 9, the point lost), '¥2965.60' read '1¥2965.60' (a rule before the ¥ read as 1) and
+    '¥35916.74' read '435916.74'. Each alone is one slip too many for the other mends; together
+    there is exactly one way for amount + tax = total to hold."""
+    template = TemplateStore().get("vat_invoice")
+    fields = _amounts(
+        amount=("93295114.00", ["uncertain character '9' at 1 (confidence 0.16)"]),
+        tax=(None, ["unexpected characters in an amount: '¥'"]),
+        total=("435916.74", ["uncertain character '4' at 1 (confidence 0.05)"]),
+        total_in_words=(None, ["empty"]),
+    )
+    fields["amount"].raw, fields["tax"].raw = "93295114", "1¥2965.60"
+    _mend_amounts(template, fields)
+    assert [fields[n].value for n in ("amount", "tax", "total")] == [
+        "32951.14",
+        "2965.60",
+        "35916.74",
+    ]
+    assert all(fields[n].valid and not fields[n].errors for n in ("amount", "tax", "total"))
+    rule = "from amount + tax = total"
+    assert fields["amount"].note == f"the ¥ read as a digit, decimal point restored {rule}"
+    assert fields["tax"].note == f"what was read before the ¥ dropped {rule}"
+    assert fields["total"].note == f"the ¥ read as a digit {rule}"
+    # what follows the ¥ must make the sum hold (to the cent, or one character off)
+    fields = _amounts(tax=(None, ["unexpected characters in an amount: '¥'"]))
+    fields["tax"].raw = "1¥591.23"
+    _mend_amounts(template, fields)
+    assert fields["tax"].value is None and not fields["tax"].valid
+
+
+def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
+    path = FIXTURES / "geometry/vat_invoice_0053.jpg"
+    (page,) = Extractor(fallback="never").extract(path, "vat_invoice").pages
+    truth = json.loads(path.with_suffix(".json").read_text())
+    expected = truth["pages"][0]["fields"]
+    for name in ("amount", "tax", "total"):
+        field = page.fields[name]
+        assert (field.value, field.valid) == (expected[name], True), name
+        assert field.raw != expected[name] and "from amount + tax = total" in (field.note or "")
 
 
 def test_a_yen_read_as_a_digit_is_dropped_when_only_that_makes_the_sum_hold() -> None:

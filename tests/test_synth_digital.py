@@ -341,7 +341,7 @@ def test_clean_scan_qr_code_decodes(template) -> None:
 
 def test_cli_writes_digital_documents_when_named(tmp_path: Path) -> None:
     counts = (
-        "clean=0,light=0,medium=0,heavy=0,multipage=0,digital_pdf=1,digital_pdf_2page=0,"
+        "clean=0,light=0,medium=0,heavy=0,multipage=0,geometry=0,digital_pdf=1,digital_pdf_2page=0,"
         "digital_clean=1,digital_light=0,digital_medium=0,digital_image_pdf=0"
     )
     assert (

@@ -1,0 +1,59 @@
+"""Finding a value beside its printed label among full-page OCR lines (extractor.fallback)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from extractor.fallback import beside_label
+from extractor.fullpage import TextLine
+from extractor.templates import TemplateStore
+
+
+def _line(text: str, x: float, y: float, width: float, angle_deg: float) -> TextLine:
+    """A line of ``text`` whose left end is at (x, y) on a row turned by ``angle_deg``
+    (clockwise on the image, y down), 20 px tall, corners in reading order."""
+    a = math.radians(angle_deg)
+    along, down = np.array([math.cos(a), math.sin(a)]), np.array([-math.sin(a), math.cos(a)])
+    top_left = np.array([x, y])
+    quad = [top_left, top_left + width * along, top_left + width * along + 20 * down]
+    quad.append(top_left + 20 * down)
+    return TextLine(np.array(quad, np.float32), text, 0.99)
+
+
+def _rotated_row(angle: float) -> list[TextLine]:
+    """校验码 and its value on one row turned by ``angle``, and below them the invoice's
+    next row, whose value starts nearer to the label's end in image coordinates."""
+    a = math.radians(angle)
+    end = np.array([100.0, 400.0]) + 70 * np.array([math.cos(a), math.sin(a)])
+    value = end + 30 * np.array([math.cos(a), math.sin(a)])
+    return [
+        _line("校验码", 100, 400, 70, angle),
+        _line("00040 17449 08783 77333", *value, 260, angle),
+        # the next row of a form tilted by 30 degrees: level with the label's end on the image
+        _line("12345 67890 12345 67890", end[0] + 40, end[1] - 45, 260, angle),
+    ]
+
+
+def test_the_value_beside_a_label_is_found_along_the_labels_own_row() -> None:
+    spec = TemplateStore().get("vat_invoice").field("check_code")
+    for angle in (0.0, -30.0, 30.0):
+        found = beside_label(_rotated_row(angle), spec)
+        assert found is not None and found[0] == "00040 17449 08783 77333", angle
+
+
+def test_a_label_printed_twice_gives_nothing_where_nothing_says_whose_it_is() -> None:
+    """名称 is printed for the buyer and the seller: with no alignment to say which occurrence
+    is the field's, neither value is taken (the first one was, for both names)."""
+    spec = TemplateStore().get("vat_invoice").field("buyer_tax_id")
+    lines = [
+        _line("纳税人识别号：", 100, 100, 120, 0),
+        _line("91430102MAFKUXF28G", 240, 100, 200, 0),
+        _line("纳税人识别号：", 100, 600, 120, 0),
+        _line("91441900MAX1YJDH7E", 240, 600, 200, 0),
+    ]
+    assert beside_label(lines, spec) is None
+    near = (np.array([230.0, 610.0]), 100.0)  # where the alignment puts the field's label
+    found = beside_label(lines, spec, near)
+    assert found is not None and found[0] == "91441900MAX1YJDH7E"
