@@ -35,6 +35,8 @@ from extractor.fallback import (
     norm,
 )
 from extractor.fields import (
+    LEADING_MARKS,
+    amount_to_words,
     check_rules,
     check_value,
     holding_rules,
@@ -536,15 +538,17 @@ class Extractor:
 
 
 def _doubt_a_lost_start(field: FieldResult, own: str) -> None:
-    """Flags a name the fallback found when the box's own reading (``own``, flagged) holds it
-    with one to three characters more in front: the full-page line began after the name's
-    first characters (a rule across 广 hid it from the detector, and the line re-read from
-    where it began lacks it too)."""
+    """A name the fallback found that the box's own reading (``own``, flagged) holds with one
+    to three characters more in front: the full-page line began after the name's first
+    characters (a rule across 广 hid it from the detector, and the line re-read from where it
+    began lacks it too). The box's first characters are put back in front, and the name is
+    flagged: two partial readings joined."""
     value = field.value or ""
     extra = len(own) - len(value)
     if value and 1 <= extra <= 3:
         same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
         if same >= LOST_START_AGREEMENT * len(value):
+            field.value = own[:extra] + value
             field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
             field.valid = False
 
@@ -837,6 +841,44 @@ def _describe(rule: SumRule | SameRule) -> str:
     return " = ".join(rule.fields)
 
 
+def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
+    """An amount in words whose reading failed, one character off the words of the amount it
+    states ('叁万伍仟玖佰壹拾陆元角肆分', the 柒 before 角 lost to blur), takes that amount's value
+    when another rule that holds vouches for the amount (amount + tax = total); the note says
+    so. Names of the words' fields come from the template (kind ``amount_words``)."""
+    values = {name: f.value if not f.errors else None for name, f in fields.items()}
+    holding = holding_rules(template, values)
+    for rule in template.rules:
+        if not isinstance(rule, SameRule):
+            continue
+        for name in rule.fields:
+            field = fields.get(name)
+            words = template.field(name).kind is FieldKind.amount_words
+            if field is None or field.valid or not words:
+                continue  # (a doubtful reading of the right value is confirmed, not mended)
+            for other in rule.fields:
+                value = values.get(other)
+                vouching = next(
+                    (h for h in holding if other in rule_fields(h) and name not in rule_fields(h)),
+                    None,
+                )
+                if other == name or value is None or value == field.value or vouching is None:
+                    continue
+                if _one_edit(_plain_words(field.raw), _plain_words(amount_to_words(value))):
+                    field.value, field.errors, field.valid = value, [], True
+                    field.note = (
+                        f"one character corrected from {_describe(rule)} "
+                        f"({other} vouched for by {_describe(vouching)})"
+                    )
+                    break
+
+
+def _plain_words(text: str) -> str:
+    """Capitals as compared: no spaces or leading ⊗, 圆 as 元, 正 as 整 (both are printed)."""
+    text = "".join(text.split()).lstrip(LEADING_MARKS)
+    return text.replace("圆", "元").replace("正", "整")
+
+
 def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for name, errors in check_rules(template, values).items():
@@ -923,6 +965,7 @@ def _conclude(
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         _settle_by_qr(template, stated, fields)
         _mend_amounts(template, fields, stated)
+        _mend_words(template, fields)
         _apply_rules(template, fields)
         _require_confirmation(template, fields, stated)
         _cross_check_qr(stated, fields)

@@ -318,6 +318,59 @@ def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_toget
     assert fields["tax"].value is None and not fields["tax"].valid
 
 
+def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> None:
+    """geometry/vat_invoice_0053 read ⊗叁万伍仟玖佰壹拾陆元柒角肆分 without its 柒: one character
+    off the words of a total that amount + tax vouch for, so the words take the total; two
+    characters off, or a total nothing else vouches for, and the words stay flagged."""
+    from extractor.pipeline import _mend_words
+
+    template = TemplateStore().get("vat_invoice")
+    for raw, mended in (("叁万伍仟玖佰壹拾陆元角肆分", True), ("叁万伍仟玖佰拾陆元角肆分", False)):
+        fields = _amounts(
+            amount=("32951.14", []), tax=("2965.60", []), total_in_words=(None, ["cannot read"])
+        )
+        for name in ("amount", "tax"):
+            fields[name].valid = True
+        fields["total"].value = fields["total"].raw = "35916.74"
+        fields["total_in_words"].raw = raw
+        _mend_words(template, fields)
+        words = fields["total_in_words"]
+        assert (words.value, words.valid) == (("35916.74", True) if mended else (None, False))
+    assert words.note is None
+    fields["total_in_words"].raw = "叁万伍仟玖佰壹拾陆元角肆分"
+    fields["tax"].value = "2965.61"  # the sum no longer holds: nothing vouches for the total
+    _mend_words(template, fields)
+    assert fields["total_in_words"].value is None
+    fields = _amounts(total_in_words=(None, ["cannot read"]))
+    fields["total_in_words"].raw = "⊗伍仟壹佰圆"  # 整 lost: the words of 5100.00 are 伍仟壹佰元整
+    _mend_words(template, fields)
+    assert fields["total_in_words"].note == (
+        "one character corrected from total_in_words = total (total vouched for by amount + tax "
+        "= total)"
+    )
+
+
+def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_box() -> None:
+    """geometry/vat_invoice_0052: a rule across 广 hid it from full-page detection, which found
+    '州智顺越东贸易有限责任公司' (and read again from where it began, the same); the box's own
+    reading, flagged, was '广州香顺越乐责易有限责任公司'. The name takes the box's first
+    character and stays flagged; a box reading that does not hold the name is left out."""
+    from extractor.pipeline import _doubt_a_lost_start
+
+    found = FieldResult(value="州智顺越东贸易有限责任公司", raw="", confidence=0.99, valid=True)
+    _doubt_a_lost_start(found, "广州香顺越乐责易有限责任公司")
+    assert (found.value, found.valid) == ("广州智顺越东贸易有限责任公司", False)
+    assert found.errors == ["the line found starts after '广', read in its box"]
+    for own in (
+        "北京春女明维机板设备公司",
+        "州智顺越东贸易有限责任公司",
+        "一二三四州智顺越东贸易有限责任公司",
+    ):
+        found = FieldResult(value="州智顺越东贸易有限责任公司", raw="", confidence=0.99, valid=True)
+        _doubt_a_lost_start(found, own)
+        assert (found.value, found.valid) == ("州智顺越东贸易有限责任公司", True), own
+
+
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
     path = FIXTURES / "geometry/vat_invoice_0053.jpg"
     (page,) = Extractor(fallback="never").extract(path, "vat_invoice").pages
@@ -327,6 +380,8 @@ def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> Non
         field = page.fields[name]
         assert (field.value, field.valid) == (expected[name], True), name
         assert field.raw != expected[name] and "from amount + tax = total" in (field.note or "")
+    words = page.fields["total_in_words"]
+    assert (words.value, words.valid) == (expected["total"], True)
 
 
 def test_a_yen_read_as_a_digit_is_dropped_when_only_that_makes_the_sum_hold() -> None:
