@@ -436,7 +436,7 @@ class Extractor:
             )
             own = fields.get(spec.name)
             if spec.kind is FieldKind.name and own is not None and chosen is not own:
-                _doubt_a_lost_start(chosen, own.raw)
+                _doubt_a_lost_start(chosen, own.raw, spec.label)
         return merged, labels if labels.homography is not None else None
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
@@ -537,14 +537,18 @@ class Extractor:
         )
 
 
-def _doubt_a_lost_start(field: FieldResult, own: str) -> None:
+def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) -> None:
     """A name the fallback found that the box's own reading (``own``, flagged) holds with one
     to three characters more in front: the full-page line began after the name's first
     characters (a rule across 广 hid it from the detector, and the line re-read from where it
     began lacks it too). The box's first characters are put back in front, and the name is
-    flagged: two partial readings joined."""
+    flagged: two partial readings joined. Characters that end the field's printed ``label``
+    (称 of 名称, its colon) are the form's, read in the box beside the name: no doubt."""
     value = field.value or ""
     extra = len(own) - len(value)
+    front = norm(own[:extra])
+    if label and (not front or norm(label).endswith(front)):
+        return
     if value and 1 <= extra <= 3:
         same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
         if same >= LOST_START_AGREEMENT * len(value):

@@ -369,6 +369,10 @@ def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_bo
         found = FieldResult(value="州智顺越东贸易有限责任公司", raw="", confidence=0.99, valid=True)
         _doubt_a_lost_start(found, own)
         assert (found.value, found.valid) == ("州智顺越东贸易有限责任公司", True), own
+    # fresh geometry page 20269542: the box read the label's 称 in front of a whole name
+    found = FieldResult(value="杭州恒丰机械设备有限公司", raw="", confidence=0.99, valid=True)
+    _doubt_a_lost_start(found, "称杭州恒丰机械设备有限公司", "名称")
+    assert (found.value, found.valid) == ("杭州恒丰机械设备有限公司", True)
 
 
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
