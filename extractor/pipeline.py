@@ -546,15 +546,16 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
     (称 of 名称, its colon) are the form's, read in the box beside the name: no doubt."""
     value = field.value or ""
     extra = len(own) - len(value)
+    if not value or not 1 <= extra <= 3:
+        return
     front = norm(own[:extra])
     if label and (not front or norm(label).endswith(front)):
         return
-    if value and 1 <= extra <= 3:
-        same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
-        if same >= LOST_START_AGREEMENT * len(value):
-            field.value = own[:extra] + value
-            field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
-            field.valid = False
+    same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
+    if same >= LOST_START_AGREEMENT * len(value):
+        field.value = own[:extra] + value
+        field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
+        field.valid = False
 
 
 def _words_on_template(words: list[Word], dpi: float, to_page: np.ndarray) -> list[Word]:

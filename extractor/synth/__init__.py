@@ -3,7 +3,7 @@
 API (all deterministic from the seed):
 
 * ``generate_invoice(seed, level, template="vat_invoice") -> (image BGR uint8, truth dict)``;
-  ``level`` is one of :data:`LEVELS` (clean, light, medium, heavy).
+  ``level`` is one of :data:`LEVELS` (clean, light, medium, heavy, geometry).
 * ``make_document(seed, level)`` -> :class:`Document` (image, the JPEG bytes, truth, dpi).
 * ``write_fixture_set(out_dir: Path, seed=2026, counts=None) -> list[Path]``: the fixture set
   (``fixtures/``: clean/ light/ medium/ heavy/ multipage/ geometry/ + README.md).
