@@ -391,8 +391,10 @@ async function save() {
   const data = await api("POST", "/ui/api/save", { template: templateForServer(), reference: state.reference, overwrite: $("overwrite").checked });
   state.base.name = name;
   const warn = data.warnings && data.warnings.length ? ` Warnings: ${data.warnings.join("; ")}` : "";
-  status(`Saved ${data.saved} (${data.fields} fields) to ${data.path}.${warn}`, "ok");
+  // the list first: rebuilt after "Saved" shows, it put the saved name back over a template
+  // picked in between (and the next Load loaded the wrong one)
   await listTemplates(name);
+  status(`Saved ${data.saved} (${data.fields} fields) to ${data.path}.${warn}`, "ok");
 }
 
 async function listTemplates(keep) {
