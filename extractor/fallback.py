@@ -34,10 +34,13 @@ full-page OCR on fixture pages: the right template's labels score 0.48-1.0 where
 legible (0.57 on a form with its lower third torn off); the other template's labels score up
 to 0.39 on an invoice, and 0.26 on a delivery note that shares a few labels."""
 MIN_INLIERS_FOR_ITS_TEMPLATE = 8
-"""Label matches in place that align a page to the template it is known to be of (asked for,
-or its frame matched) whatever their share: a photo at 30 degrees whose OCR misread or split
-half the labels (称： for 名称) still has 8 or more that one homography puts in place, an
-overdetermined fit; the share (:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
+MIN_INLIER_SHARE_FOR_ITS_TEMPLATE = 0.85
+"""A page taken to be of the template (asked for, or its frame matched) is aligned by 8 or more
+label matches in place whatever their share of the form's labels, when nearly all the labels
+matched fit that one homography: a photo at 30 degrees whose OCR misread or split half the
+labels (称： for 名称) had 9 of 9 in place, an overdetermined fit. Another layout that shares
+labels fits some of them too (a 数电票 scan asked as vat_invoice: 8-9 of its 12-13 matches),
+not nearly all. The share (:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
 MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
 _NOISE = re.compile(r"[\s:：]")
 
@@ -77,8 +80,8 @@ def align_by_labels(
     lines: list[TextLine], reference: ReferenceLabels, *, known: bool = False
 ) -> LabelAlignment:
     """Homography from the reference's distinct labels to where the page prints them. With
-    ``known`` (the page is of this template), :data:`MIN_INLIERS_FOR_ITS_TEMPLATE` in place
-    suffice, whatever their share."""
+    ``known`` (the page is taken to be of this template), :data:`MIN_INLIERS_FOR_ITS_TEMPLATE`
+    in place suffice, whatever their share, when nearly all the matches are in place."""
     page_counts: dict[str, int] = {}
     for line in lines:
         page_counts[norm(line.text)] = page_counts.get(norm(line.text), 0) + 1
@@ -105,7 +108,11 @@ def align_by_labels(
     if homography is None or inliers < MIN_LABEL_MATCHES or not _plausible(homography):
         return LabelAlignment(None, len(src), inliers, 0.0)
     score = min(1.0, inliers / max(len(reference.unique), 1))
-    if score < MIN_LABEL_SCORE and not (known and inliers >= MIN_INLIERS_FOR_ITS_TEMPLATE):
+    fits = (
+        inliers >= MIN_INLIERS_FOR_ITS_TEMPLATE
+        and inliers >= MIN_INLIER_SHARE_FOR_ITS_TEMPLATE * len(src)
+    )
+    if score < MIN_LABEL_SCORE and not (known and fits):
         return LabelAlignment(None, len(src), inliers, round(score, 4))
     return LabelAlignment(homography, len(src), inliers, round(score, 4))
 

@@ -158,6 +158,17 @@ def test_a_steep_photo_is_aligned_by_fewer_labels_than_it_takes_to_pick_a_templa
     assert all(f.valid for f in page.fields.values())
 
 
+def test_a_page_of_another_layout_is_not_aligned_by_the_labels_it_shares(
+    extractor: Extractor,
+) -> None:
+    """A 数电票 scan asked for as vat_invoice: the two forms share labels (名称, 纳税人识别号,
+    开票日期, 价税合计...), and 8 of its 12 matches fit one homography, but not nearly all of
+    them: the page stays unmatched rather than read through the classic form's boxes."""
+    path = FIXTURES / "digital/scans/vat_invoice_digital_0005.jpg"
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    assert page.status == "unmatched" and page.registration is None
+
+
 def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
     result = extractor.extract(FIXTURES / "multipage/vat_invoice_0045.pdf", "auto")
     invoice, note = result.pages
