@@ -668,11 +668,11 @@ def _mend_amounts(
       each other field of the rule is vouched for without it (``stated``: the QR code's values;
       or another rule that holds), as a tax read '45.01' where the QR code states the amount
       and the words the total;
-    - before those, the ¥ read as a digit where dropping it is the one way the amounts add up
-      (:func:`_drop_misread_yen`)."""
+    - before those, the ¥ read as a digit, a mark read before the ¥ or a lost point, where
+      mending them is the one way the amounts add up (:func:`_mend_slips_in_sum`)."""
     for rule in template.rules:
         if isinstance(rule, SumRule):
-            _drop_misread_yen(rule, template, fields)
+            _mend_slips_in_sum(rule, template, fields)
     stated = stated or {}
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for rule in template.rules:
@@ -727,7 +727,7 @@ def _surer(
     return f"{_describe(rule)} ({'; '.join(f'{f} vouched for by {vouchers[f]}' for f in rest)})"
 
 
-def _drop_misread_yen(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
+def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
     """Blur makes the ¥ in front of an amount a 4 or a 9 ('¥153613.24' read '4153613.24'), a
     rule or a speck before it a character ('1¥2965.60'), and its decimal point vanish. When a
     sum rule's amounts do not add up as read, and there is exactly one way to make them add up
@@ -851,23 +851,29 @@ def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
     states ('叁万伍仟玖佰壹拾陆元角肆分', the 柒 before 角 lost to blur), takes that amount's value
     when another rule that holds vouches for the amount (amount + tax = total); the note says
     so. Names of the words' fields come from the template (kind ``amount_words``)."""
+    failed = [  # (a doubtful reading of the right value is confirmed later, not mended)
+        name
+        for name, field in fields.items()
+        if not field.valid and template.field(name).kind is FieldKind.amount_words
+    ]
+    if not failed:
+        return
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     holding = holding_rules(template, values)
     for rule in template.rules:
         if not isinstance(rule, SameRule):
             continue
-        for name in rule.fields:
-            field = fields.get(name)
-            words = template.field(name).kind is FieldKind.amount_words
-            if field is None or field.valid or not words:
-                continue  # (a doubtful reading of the right value is confirmed, not mended)
+        for name in (n for n in failed if n in rule.fields):
+            field = fields[name]
             for other in rule.fields:
                 value = values.get(other)
+                if other == name or value is None or value == field.value:
+                    continue
                 vouching = next(
                     (h for h in holding if other in rule_fields(h) and name not in rule_fields(h)),
                     None,
                 )
-                if other == name or value is None or value == field.value or vouching is None:
+                if vouching is None:
                     continue
                 if _one_edit(_plain_words(field.raw), _plain_words(amount_to_words(value))):
                     field.value, field.errors, field.valid = value, [], True

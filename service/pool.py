@@ -77,7 +77,6 @@ class _Worker:
     pid: int | None = None
     ready: bool = False
     gone: bool = False
-    failure: str | None = None
     inflight: dict[int, _Job] = field(default_factory=dict)
     running: set[int] = field(default_factory=set)
     last_progress: float = 0.0
@@ -366,7 +365,6 @@ class WorkerPool:
             )
             self._wake.set()
         elif kind == "failed":
-            worker.failure = message[1]
             self.load_errors[worker.slot] = message[1]
             log.error("worker %d failed to load: %s", worker.slot, message[1])
 

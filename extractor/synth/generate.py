@@ -87,7 +87,7 @@ def make_document(
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
-    draws = MIXED_LEVELS.get(level, (level,))[0]
+    draws, _ = MIXED_LEVELS.get(level, (level, level))
     dpi = dpi if dpi is not None else dpi_for(seed, draws)
     inv = make_invoice(random.Random(seed))
     page = render_invoice(
