@@ -239,7 +239,6 @@ def main(argv: list[str] | None = None) -> int:
     results["warm_shapes"] = len(widths) * len(sizes)
     results["batch_sizes"] = list(rec.batch_sizes)
     results["decodes_on_device"] = rec.decodes_on_device
-    results["half_precision"] = rec.half_precision
     results["cudnn_conv_algo_search"] = cudnn_conv_algo_search()
     _save(out, results)
     print(f"warmed {results['warm_shapes']} shapes in {results['warm_s']} s", flush=True)
@@ -269,11 +268,6 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"batch": batch, "model_w320": fixed, "recognize_real": real})
         print(json.dumps(rows[-1]), flush=True)
         results["crops"] = rows
-        _save(out, results)
-
-    # the same model in fp32 (the CUDA EP runs an fp16 rewrite by default), model alone
-    if rec.half_precision:
-        results["fp32_model_w320"] = _fp32_rows(args, batches)
         _save(out, results)
 
     # end to end: CPU workers prepare pages, the main process recognises many pages per call
@@ -345,28 +339,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _fp32_rows(args: argparse.Namespace, batches: list[int]) -> list[dict[str, float]]:
-    """crops/s of the fp32 model at width 320, to set beside the fp16 rows."""
-    from extractor.engines.ppocr import INPUT_HEIGHT, PPOCRRecognizer
-
-    rec = PPOCRRecognizer(
-        provider=args.provider,
-        fp16=False,
-        max_batch=max(batches),
-        batch_sizes=tuple(batches),
-        decode_on_device=args.decode_on_device,
-    )
-    rows = []
-    for batch in batches:
-        x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, INPUT_HEIGHT, 320))
-        x = x.astype(np.float32)
-        _model(rec, x)  # the shape's plan
-        runs, secs = _time(lambda x=x: _model(rec, x), args.seconds)
-        rows.append({"batch": batch, "crops_per_s": runs * batch / secs})
-        print("fp32", json.dumps(rows[-1]), flush=True)
-    return rows
-
-
 def _side_by_side(extractor: Any, provider: str, docs: list[str]) -> dict[str, Any]:
     """ROI-first against full-page OCR (RapidOCR det + cls + rec on the same provider) on the
     same pages, one process, each page in turn, wall ms per page: the 40x ratio on a GPU."""
@@ -428,8 +400,7 @@ def _markdown(r: dict[str, Any]) -> str:
         f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s; "
         f"cuDNN conv algorithm search {r['cudnn_conv_algo_search']}, batches padded to "
         f"{r['batch_sizes'] or 'none'}, argmax "
-        f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}, "
-        f"{'fp16 (the model rewritten)' if r.get('half_precision') else 'fp32 model'}.",
+        f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}.",
         "",
         "| batch | crops/s model (w=320) | ms/batch | GPU util % | crops/s recognize() real crops "
         "| GPU util % | GPU mem MiB |",
@@ -442,13 +413,6 @@ def _markdown(r: dict[str, Any]) -> str:
             f"{f.get('util_mean', 0):.0f} | {q['crops_per_s']:.0f} | {q.get('util_mean', 0):.0f} | "
             f"{max(f.get('mem_max_mib', 0), q.get('mem_max_mib', 0)):.0f} |"
         )
-    if r.get("fp32_model_w320"):
-        lines += [
-            "",
-            "The fp32 model, model alone at w=320, crops/s: "
-            + ", ".join(f"batch {x['batch']} {x['crops_per_s']:.0f}" for x in r["fp32_model_w320"])
-            + ".",
-        ]
     e = r["end_to_end"]
     lines += [
         "",

@@ -38,12 +38,9 @@ python3 -m pip download -q --no-deps --only-binary=:all: --python-version "$PYV"
   --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d "$work/wheels" "$ORT" $pins
 mkdir -p "$work/site"
 for wheel in "$work"/wheels/*.whl; do (cd "$work/site" && python3 -m zipfile -e "$wheel" .); done
-# not used by the bench: ORT's Python tools (but the fp16 converter, half_precision.py's), and
-# the C API library the Python module does not load
-rm -rf "$work"/site/onnxruntime/{tools,quantization,datasets} \
+# not used by the bench: ORT's Python tools, and the C API library the Python module does not load
+rm -rf "$work"/site/onnxruntime/{transformers,tools,quantization,datasets} \
   "$work"/site/onnxruntime/capi/libonnxruntime.so.*
-find "$work/site/onnxruntime/transformers" -mindepth 1 ! -name __init__.py ! -name float16.py \
-  -prune -exec rm -rf {} +
 du -sh "$work/site"
 tar -C "$work/site" -cf - . | xz -T2 -7 > "$work/bundle.tar.xz"
 (cd "$work" && split -n "$NPARTS" -d bundle.tar.xz part.)

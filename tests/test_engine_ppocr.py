@@ -1,7 +1,6 @@
 """PP-OCR on ONNX Runtime: batches padded to a few sizes, and the GPU providers' settings."""
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 from test_engine_cascade import page_crops
@@ -110,23 +109,3 @@ def test_the_argmax_rewrite_at_each_opset(tmp_path, opset: int) -> None:
 
 def _collapse(path: list[int]) -> list[int]:
     return [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]
-
-
-def test_the_fp16_model_reads_real_crops_as_fp32_does() -> None:
-    """The CUDA EP runs an fp16 rewrite of the rec model (half_precision.py), with the argmax in
-    its graph. Run here on the CPU, it reads every field of two real pages as the fp32 model."""
-    from extractor.engines.ppocr import _session_model
-
-    plain = PPOCRRecognizer(threads=1)
-    half = PPOCRRecognizer(threads=1, decode_on_device=True, batch_sizes=(8, 32))
-    model = _session_model(half.model_path, half=True, masked_argmax=True)
-    weights = onnx.load_from_string(model).graph.initializer
-    kinds = {w.data_type for w in weights if w.dims}
-    assert onnx.TensorProto.FLOAT16 in kinds and onnx.TensorProto.FLOAT not in kinds
-    half.session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
-    for page in ("clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"):
-        crops, allowlists, _, _ = page_crops(page)
-        want = plain.recognize(crops, allowlists)
-        got = half.recognize(crops, allowlists)
-        assert [r.text for r in got] == [r.text for r in want]
-        assert [r.confidence for r in got] == pytest.approx([r.confidence for r in want], abs=0.02)

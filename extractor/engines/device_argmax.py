@@ -17,19 +17,15 @@ allowed); the probability answered is the chosen class's own, unmasked.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import onnx
 
 MASK_INPUT = "class_mask"
 BEST_CLASS = "best_class"
 BEST_PROB = "best_prob"
 
 
-def with_masked_argmax(model: str | Path | onnx.ModelProto) -> bytes:
-    """The rec model (at a path, or loaded) answering (best class, its probability) per time
-    step under a boolean (N, C) class mask; serialized, for ``InferenceSession(bytes)``."""
+def with_masked_argmax(model_path: str | Path) -> bytes:
+    """The rec model at ``model_path`` answering (best class, its probability) per time step
+    under a boolean (N, C) class mask; serialized, for ``InferenceSession(bytes)``."""
     try:
         import onnx
         from onnx import TensorProto, helper
@@ -41,8 +37,7 @@ def with_masked_argmax(model: str | Path | onnx.ModelProto) -> bytes:
             "pip install 'roi[gpu]' (or onnx), or pass decode_on_device=False"
         ) from exc
 
-    if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(str(model))
+    model = onnx.load(str(model_path))
     graph = model.graph
     probs = graph.output[0]
     classes = probs.type.tensor_type.shape.dim[-1]

@@ -22,7 +22,6 @@ import numpy as np
 
 from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
-from extractor.engines.half_precision import in_half_precision
 from extractor.errors import EngineError, ModelNotFoundError
 
 INPUT_HEIGHT = 48
@@ -125,14 +124,6 @@ def _session_providers(
     return [trt, cuda, *cpu]
 
 
-def _session_model(path: Path, half: bool, masked_argmax: bool) -> str | bytes:
-    """What the session loads: the model file, or its rewrite in fp16 and/or with the argmax."""
-    if not half:
-        return with_masked_argmax(path) if masked_argmax else str(path)
-    model = in_half_precision(path)
-    return with_masked_argmax(model) if masked_argmax else model.SerializeToString()
-
-
 class PPOCRRecognizer(CTCLineReader):
     """PP-OCR recognition model on ONNX Runtime, crops in width-bucketed batches."""
 
@@ -187,17 +178,14 @@ class PPOCRRecognizer(CTCLineReader):
         # TensorRT's explicit profiles name the image input alone, and ORT wants every dynamic
         # input in them, so it keeps the host's decoder unless asked
         on_device = provider == "cuda" if decode_on_device is None else decode_on_device
-        # TensorRT makes its fp16 engines itself; the CUDA EP runs an fp16 copy of the model
-        half = fp16 and provider == "cuda"
         try:
-            model = _session_model(path, half=half, masked_argmax=on_device)
+            model: str | bytes = with_masked_argmax(path) if on_device else str(path)
             self.session = ort.InferenceSession(model, options, providers=providers)
         except Exception as exc:
             raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
         self.model_path = path
         self.provider = provider
         self.decodes_on_device = on_device
-        self.half_precision = half
         self.max_batch = max_batch
         if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
             batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
