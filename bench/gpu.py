@@ -178,7 +178,6 @@ def main(argv: list[str] | None = None) -> int:
 
     if hasattr(ort, "preload_dlls"):  # CUDA/cuDNN from the nvidia-* wheels
         ort.preload_dlls()
-    from bench.variants import prepare_crop
     from extractor.engines.ppocr import INPUT_HEIGHT, PPOCRRecognizer, cudnn_conv_algo_search
 
     results: dict[str, Any] = {
@@ -226,17 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     allow = [a for _, _, allowlists in pages for a in allowlists]
     results["crops_per_page"] = len(crops) / max(1, len(pages))
 
-    # warm every shape the runs below use: engine build (first call) and each batch/width
+    # warm every shape recognize() pads to (with a session each on the CUDA EP), and the
+    # model-alone rows' width
     t0 = time.perf_counter()
-    widths = sorted({prepare_crop(c, INPUT_HEIGHT).shape[2] for c in crops} | {320})
-    sizes = sorted(set(batches) | set(rec.batch_sizes))  # recognize() pads to batch_sizes
-    for batch in sizes:
-        for width in widths:
-            x = np.zeros((batch, 3, INPUT_HEIGHT, width), np.float32)
-            _model(rec, x)
-        print(f"warmed batch {batch}: {time.perf_counter() - t0:.1f} s", flush=True)
+    rec.warm_up()
+    for batch in batches:
+        _model(rec, np.zeros((batch, 3, INPUT_HEIGHT, 320), np.float32))
     results["warm_s"] = round(time.perf_counter() - t0, 1)
-    results["warm_shapes"] = len(widths) * len(sizes)
+    results["warm_shapes"] = len(rec.shapes()) + len(batches)
+    results["widths"] = list(rec.widths)
     results["batch_sizes"] = list(rec.batch_sizes)
     results["decodes_on_device"] = rec.decodes_on_device
     results["cudnn_conv_algo_search"] = cudnn_conv_algo_search()
@@ -399,7 +396,7 @@ def _markdown(r: dict[str, Any]) -> str:
         f"(session providers {', '.join(r['session_providers'])}), onnxruntime {r['onnxruntime']}; "
         f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s; "
         f"cuDNN conv algorithm search {r['cudnn_conv_algo_search']}, batches padded to "
-        f"{r['batch_sizes'] or 'none'}, argmax "
+        f"{r['batch_sizes'] or 'none'} rows and {r.get('widths') or 'their own'} columns, argmax "
         f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}.",
         "",
         "| batch | crops/s model (w=320) | ms/batch | GPU util % | crops/s recognize() real crops "

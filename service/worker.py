@@ -141,12 +141,17 @@ class _Runner:
         self._warm_up()
 
     def _warm_up(self) -> None:
-        """One recognition so the first request does not pay for lazy initialisation."""
+        """One recognition so the first request does not pay for lazy initialisation, and on
+        a GPU every input shape the reader pads to (each costs a plan of ~2 s the first time)."""
         import numpy as np
+
+        from extractor.engines.ctc import CTCLineReader
 
         crop = np.full((32, 96, 3), 255, dtype=np.uint8)
         crop[12:20, 10:80] = 0
         self.extractor.engine.recognize([crop], [None])
+        if isinstance(self.extractor.engine, CTCLineReader):
+            self.extractor.engine.warm_up()
 
     def serve(self) -> None:
         inbox: queue.SimpleQueue[tuple[Any, ...] | None] = queue.SimpleQueue()

@@ -30,6 +30,33 @@ def test_padded_batches_read_as_batches_that_come() -> None:
     assert [r.confidence for r in got] == pytest.approx([r.confidence for r in want], abs=1e-4)
 
 
+def test_a_session_per_fixed_shape_reads_as_batches_that_come() -> None:
+    """The CUDA EP rebuilds its cuDNN plans whenever a Conv's input shape changes, so on a GPU
+    crops are padded to a few widths and row counts and each shape runs in a session of its
+    own. Run here on the CPU, that reads two real pages as plain batches do, through no more
+    sessions than fixed shapes, and warming up makes them all."""
+    fixed = PPOCRRecognizer(
+        threads=1, widths=(256, 512, 1024, 1920), batch_sizes=(8, 32), session_per_shape=True
+    )
+    plain = PPOCRRecognizer(threads=1)
+    assert plain.widths == () and plain.shapes() == [] and len(fixed.shapes()) == 8
+    for page in ("clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"):
+        crops, allowlists, _, _ = page_crops(page)
+        got = fixed.recognize(crops, allowlists)
+        want = plain.recognize(crops, allowlists)
+        assert [r.text for r in got] == [r.text for r in want]
+    met = set(fixed._sessions)
+    assert 1 < len(met) <= 8 and {(rows, width) for rows, _, _, width in met} <= set(fixed.shapes())
+    assert fixed._sessions[next(iter(met))] is fixed.session  # the first shape takes it
+    fixed.warm_up()
+    assert len(fixed._sessions) == 8 and len({id(s) for s in fixed._sessions.values()}) == 8
+
+
+def test_a_session_per_shape_needs_fixed_shapes() -> None:
+    with pytest.raises(EngineError, match="fixed batch sizes and widths"):
+        PPOCRRecognizer(threads=1, session_per_shape=True)
+
+
 def test_cuda_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROI_CUDNN_CONV_ALGO_SEARCH", raising=False)
     cuda = dict(_session_providers("cuda", 0, True, None, 32)[0][1])  # type: ignore[arg-type]

@@ -89,8 +89,24 @@ class CTCLineReader:
     class masks (:meth:`forward_best`) instead of every class's probability (:meth:`forward`)."""
     batch_sizes: tuple[int, ...] = ()
     """Sizes a batch is padded up to (rows of zeros), ascending; empty: batches as they come.
-    A GPU runtime plans each input shape once, slowly (docs/benchmarks.md, *GPU*): a few batch
+    A GPU runtime plans each input shape, slowly (docs/benchmarks.md, *GPU*): a few batch
     sizes keep the shapes it meets few."""
+    widths: tuple[int, ...] = ()
+    """Widths a batch is padded up to (columns of zeros), ascending; empty: each crop's own
+    bucket. With :attr:`batch_sizes`, the input shapes a GPU meets are a fixed handful."""
+
+    def shapes(self) -> list[tuple[int, int]]:
+        """The (rows, width) input shapes :meth:`recognize` can use, when both are fixed."""
+        return [(rows, width) for rows in self.batch_sizes for width in self.widths]
+
+    def warm_up(self) -> None:
+        """Runs each fixed input shape once (a GPU plans each), so that no request pays."""
+        for rows, width in self.shapes():
+            batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
+            if self.decodes_on_device:
+                self.forward_best(batch, np.ones((rows, len(self.characters)), dtype=bool))
+            else:
+                self.forward(batch)
 
     def forward(self, batch: np.ndarray) -> np.ndarray:
         """(N, T, C) class probabilities of an (N, 3, height, W) batch."""
@@ -131,14 +147,15 @@ class CTCLineReader:
         prepared = [prepare_line(c, self.height) for c in crops]
         buckets: dict[int, list[int]] = {}
         for i, image in enumerate(prepared):
-            buckets.setdefault(image.shape[2], []).append(i)
+            own = image.shape[2]
+            buckets.setdefault(next((w for w in self.widths if w >= own), own), []).append(i)
         for width, indexes in sorted(buckets.items()):
             for start in range(0, len(indexes), self.max_batch):
                 chunk = indexes[start : start + self.max_batch]
                 rows = next((n for n in self.batch_sizes if n >= len(chunk)), len(chunk))
                 batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
                 for row, i in enumerate(chunk):
-                    batch[row] = prepared[i]
+                    batch[row, :, :, : prepared[i].shape[2]] = prepared[i]
                 masks = [self.mask(allowlists[i]) for i in chunk]
                 if self.decodes_on_device:
                     allowed = np.ones((rows, len(self.characters)), dtype=bool)

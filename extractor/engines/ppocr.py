@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -75,6 +75,9 @@ def _packaged_files(model: str) -> tuple[Path, Path | None]:
 GPU_BATCH_SIZES = (1, 8, 32, 128, 512)
 """What a GPU provider's batches are padded up to (up to ``max_batch``): each new input shape
 costs the CUDA EP a cuDNN plan (~1-3 s on an H200), so the shapes it meets are kept few."""
+GPU_WIDTHS = (256, 512, 1024, MAX_WIDTH)
+"""What a GPU provider's crops are padded up to: ~1.34x the columns of each crop's own bucket
+on the fixtures, for 4 widths instead of ~25."""
 
 
 def cudnn_conv_algo_search() -> str:
@@ -141,7 +144,9 @@ class PPOCRRecognizer(CTCLineReader):
         trt_cache_dir: str | None = None,
         max_batch: int = 32,
         batch_sizes: tuple[int, ...] | None = None,
+        widths: tuple[int, ...] | None = None,
         decode_on_device: bool | None = None,
+        session_per_shape: bool | None = None,
     ) -> None:
         import onnxruntime as ort
 
@@ -190,6 +195,20 @@ class PPOCRRecognizer(CTCLineReader):
         if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
             batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
         self.batch_sizes = tuple(sorted(batch_sizes))
+        self.widths = tuple(sorted(GPU_WIDTHS if widths is None and gpu else widths or ()))
+        # The CUDA EP's Conv keeps the cuDNN plan of the last input shape it ran and builds a new
+        # one (~2 s for this model) whenever the shape changes: batches of alternating widths
+        # cost seconds each (docs/benchmarks.md, *GPU*). A session per fixed shape keeps each
+        # one's plans.
+        per_shape = provider == "cuda" if session_per_shape is None else session_per_shape
+        if per_shape and not self.shapes():
+            raise EngineError("a session per shape needs fixed batch sizes and widths")
+        self._new_session = (
+            (lambda: ort.InferenceSession(model, options, providers=providers))
+            if per_shape
+            else None
+        )
+        self._sessions: dict[tuple[int, ...], Any] = {}
         self.height = INPUT_HEIGHT
         self.input_name = self.session.get_inputs()[0].name
         self.characters = self._characters(keys_path)
@@ -220,11 +239,21 @@ class PPOCRRecognizer(CTCLineReader):
 
     # -- recognition --------------------------------------------------------------------------
 
+    def _session_for(self, batch: np.ndarray) -> Any:
+        """The session that runs ``batch``: the one session, or its shape's own."""
+        if self._new_session is None:
+            return self.session
+        session = self._sessions.get(batch.shape)
+        if session is None:  # the first shape takes the session made already
+            fresh = self.session if not self._sessions else self._new_session()
+            session = self._sessions[batch.shape] = fresh
+        return session
+
     def forward(self, batch: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {self.input_name: batch})[0]
+        return self._session_for(batch).run(None, {self.input_name: batch})[0]
 
     def forward_best(self, batch: np.ndarray, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        best, best_p = self.session.run(
+        best, best_p = self._session_for(batch).run(
             [BEST_CLASS, BEST_PROB], {self.input_name: batch, MASK_INPUT: masks}
         )
         return best, best_p
