@@ -52,9 +52,14 @@ def test_a_session_per_fixed_shape_reads_as_batches_that_come() -> None:
     assert len(fixed._sessions) == 8 and len({id(s) for s in fixed._sessions.values()}) == 8
 
 
-def test_a_session_per_shape_needs_fixed_shapes() -> None:
-    with pytest.raises(EngineError, match="fixed batch sizes and widths"):
-        PPOCRRecognizer(threads=1, session_per_shape=True)
+@pytest.mark.parametrize(
+    "shapes",
+    [{}, {"batch_sizes": (8, 32), "widths": (256, 512)}, {"batch_sizes": (8,), "widths": (1920,)}],
+)
+def test_a_session_per_shape_needs_shapes_that_cover_every_batch(shapes: dict) -> None:
+    """Without fixed shapes covering every crop and every batch, sessions would have no bound."""
+    with pytest.raises(EngineError, match="a session per shape needs fixed batch sizes"):
+        PPOCRRecognizer(threads=1, session_per_shape=True, **shapes)
 
 
 def test_cuda_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -201,8 +201,13 @@ class PPOCRRecognizer(CTCLineReader):
         # cost seconds each (docs/benchmarks.md, *GPU*). A session per fixed shape keeps each
         # one's plans.
         per_shape = provider == "cuda" if session_per_shape is None else session_per_shape
-        if per_shape and not self.shapes():
-            raise EngineError("a session per shape needs fixed batch sizes and widths")
+        if per_shape and (
+            not self.shapes() or self.widths[-1] < MAX_WIDTH or self.batch_sizes[-1] < max_batch
+        ):
+            raise EngineError(
+                "a session per shape needs fixed batch sizes up to max_batch "
+                f"({max_batch}) and widths up to {MAX_WIDTH}"
+            )
         self._new_session = (
             (lambda: ort.InferenceSession(model, options, providers=providers))
             if per_shape
