@@ -641,12 +641,15 @@ def _char_bar(spec: FieldSpec) -> float:
 
 
 def _fullpage_device(engine_options: dict[str, object]) -> tuple[Provider, int]:
-    """(provider, threads) of the fallback's full-page OCR: where the recogniser runs (a GPU
-    worker's fallback stays on its GPU), on as many threads."""
+    """(provider, threads) of the fallback's full-page OCR: on the recogniser's threads, and on
+    its GPU only through TensorRT. ONNX Runtime's CUDA EP rebuilds a Conv's cuDNN plans whenever
+    its input shape changes (~2 s for the rec model, measured on an H200; docs/benchmarks.md,
+    *GPU*), and RapidOCR's detector sees each page's own size and its recogniser batches of
+    varying widths: a CUDA worker's fallback runs on its CPU (~2 s a page) instead."""
     provider = engine_options.get("provider", "cpu")
     threads = engine_options.get("threads", 0)
     return (
-        provider if provider in ("cuda", "tensorrt") else "cpu",  # type: ignore[return-value]
+        "tensorrt" if provider == "tensorrt" else "cpu",
         threads if isinstance(threads, int) else 0,
     )
 

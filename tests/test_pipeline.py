@@ -9,7 +9,13 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.engines import Recognition, get_engine
-from extractor.pipeline import Extractor, _mend_amounts, _require_confirmation, _within
+from extractor.pipeline import (
+    Extractor,
+    _fullpage_device,
+    _mend_amounts,
+    _require_confirmation,
+    _within,
+)
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
@@ -586,3 +592,20 @@ def test_a_code_the_fallback_finds_is_read_again_digit_by_digit(extractor: Extra
     code = page.fields["invoice_code"]
     expected = truth(path)["pages"][0]["fields"]["invoice_code"]
     assert (code.value, code.valid, code.source) == (expected, True, "fallback")
+
+
+@pytest.mark.parametrize(
+    ("options", "device"),
+    [
+        ({}, ("cpu", 0)),
+        ({"provider": "cpu", "threads": 1}, ("cpu", 1)),
+        ({"provider": "cuda", "threads": 1}, ("cpu", 1)),
+        ({"provider": "tensorrt", "threads": 2}, ("tensorrt", 2)),
+    ],
+)
+def test_the_fallback_runs_on_the_recognisers_threads_and_on_a_gpu_only_through_tensorrt(
+    options: dict, device: tuple
+) -> None:
+    """The CUDA EP re-plans its convolutions on every new input shape, and full-page OCR meets
+    a new shape with each page and line batch: a CUDA worker's fallback runs on its CPU."""
+    assert _fullpage_device(options) == device
