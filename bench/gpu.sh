@@ -6,6 +6,7 @@
 #   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only
 #   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
 #   PATCH=work-800 bash bench/gpu.sh       # CPU side with a bench/variants.py patch
+#   FULLPAGE_PAGES=6 bash bench/gpu.sh     # pages of the ROI vs full-page side by side (24)
 #   PARTS=/tmp/p bash bench/gpu.sh         # no index: bench/gpu_bundle.sh's parts, unpacked into
 #                                          # $SITE (/tmp/site), with the system python
 #
@@ -82,11 +83,13 @@ fi
 "$VPY" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
 
 step "benchmark (provider $PROVIDER)"
-"$VPY" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"}
+"$VPY" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"} \
+  ${FULLPAGE_PAGES:+--fullpage-pages "$FULLPAGE_PAGES"}
 status=$?
 if [ $status -ne 0 ] && [ "$PROVIDER" = tensorrt ]; then
   step "TensorRT run failed ($status); CUDA EP instead"
-  "$VPY" -m bench.gpu --provider cuda --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"}
+  "$VPY" -m bench.gpu --provider cuda --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"} \
+  ${FULLPAGE_PAGES:+--fullpage-pages "$FULLPAGE_PAGES"}
   status=$?
 fi
 nvidia-smi --query-gpu=name,utilization.gpu,memory.used,memory.total --format=csv
