@@ -230,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     rec.warm_up()
     for batch in batches:
-        _model(rec, np.zeros((batch, 3, INPUT_HEIGHT, 320), np.float32))
+        rec.forward_unmasked(np.zeros((batch, 3, INPUT_HEIGHT, 320), np.float32))
     results["warm_s"] = round(time.perf_counter() - t0, 1)
     results["warm_shapes"] = len(rec.shapes()) + len(batches)
     results["widths"] = list(rec.widths)
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         x = np.random.default_rng(0).uniform(-1, 1, (batch, 3, INPUT_HEIGHT, 320))
         x = x.astype(np.float32)
         with GpuSampler() as gpu:
-            runs, secs = _time(lambda x=x: _model(rec, x), args.seconds)
+            runs, secs = _time(lambda x=x: rec.forward_unmasked(x), args.seconds)
         fixed = {"crops_per_s": runs * batch / secs, "ms_per_batch": 1000 * secs / runs}
         fixed.update(gpu.summary())
         # recognize() on `batch` real crops at a time (buckets split a batch by width)
@@ -366,13 +366,6 @@ def _side_by_side(extractor: Any, provider: str, docs: list[str]) -> dict[str, A
         "ratio": round(full_ms / roi_ms, 1),
         "fullpage_lines_per_page": round(lines / len(docs), 1),
     }
-
-
-def _model(rec: Any, x: np.ndarray) -> Any:
-    """The network alone on a batch (with the argmax in the graph: every class allowed)."""
-    if rec.decodes_on_device:
-        return rec.forward_best(x, np.ones((len(x), len(rec.characters)), dtype=bool))
-    return rec.forward(x)
 
 
 def _save(out: Path, results: dict[str, Any]) -> None:

@@ -102,11 +102,15 @@ class CTCLineReader:
     def warm_up(self) -> None:
         """Runs each fixed input shape once (a GPU plans each), so that no request pays."""
         for rows, width in self.shapes():
-            batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
-            if self.decodes_on_device:
-                self.forward_best(batch, np.ones((rows, len(self.characters)), dtype=bool))
-            else:
-                self.forward(batch)
+            self.forward_unmasked(np.zeros((rows, 3, self.height, width), dtype=np.float32))
+
+    def forward_unmasked(self, batch: np.ndarray) -> object:
+        """The network alone on a batch, every class allowed (:meth:`forward_best` with open
+        masks when the argmax is in the graph, else :meth:`forward`)."""
+        if self.decodes_on_device:
+            masks = np.ones((len(batch), len(self.characters)), dtype=bool)
+            return self.forward_best(batch, masks)
+        return self.forward(batch)
 
     def forward(self, batch: np.ndarray) -> np.ndarray:
         """(N, T, C) class probabilities of an (N, 3, height, W) batch."""
