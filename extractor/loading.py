@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,18 +54,39 @@ class Word:
     text: str
 
 
-@dataclass(slots=True)
 class Page:
-    """One page of a document, as a BGR image (and, for born-digital PDFs, its text layer)."""
+    """One page of a document, as a BGR image (and, for born-digital PDFs, its text layer).
 
-    index: int
-    image: np.ndarray
-    dpi: float | None
-    """Pixels per inch when the source says (PDF rendering); None for images."""
-    size_mm: tuple[float, float] | None = None
-    """The page's printed size (PDF pages)."""
-    words: list[Word] | None = None
-    """The PDF's text layer, when it has a usable one."""
+    ``image`` may be given as a function that renders it: a PDF page with a text layer is
+    rendered only when something asks for its image (a born-digital page read from its text
+    layer never is; rendering was most of its cost).
+    """
+
+    __slots__ = ("_image", "_render", "dpi", "index", "size_mm", "words")
+
+    def __init__(
+        self,
+        index: int,
+        image: np.ndarray | Callable[[], np.ndarray],
+        dpi: float | None,
+        size_mm: tuple[float, float] | None = None,
+        words: list[Word] | None = None,
+    ) -> None:
+        self.index = index
+        self.dpi = dpi
+        """Pixels per inch when the source says (PDF rendering); None for images."""
+        self.size_mm = size_mm
+        """The page's printed size (PDF pages)."""
+        self.words = words
+        """The PDF's text layer, when it has a usable one."""
+        self._image, self._render = (None, image) if callable(image) else (image, None)
+
+    @property
+    def image(self) -> np.ndarray:
+        if self._image is None:
+            assert self._render is not None
+            self._image, self._render = self._render(), None
+        return self._image
 
 
 def sniff(data: bytes) -> str:
@@ -341,12 +362,40 @@ def _pdf_pages(
                 _check_pixels(
                     rect.width * zoom, rect.height * zoom, max_pixels, f"PDF page {index + 1}"
                 )
-                pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-                image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
-                image = cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
             except TooLargeInputError:
                 raise
             except Exception as exc:
-                raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
+                raise CorruptInputError(f"PDF page {index + 1} cannot be read: {exc}") from exc
             size_mm = (rect.width * MM_PER_PT, rect.height * MM_PER_PT)
-            yield Page(index, image, float(dpi), size_mm, _text_layer(page))
+            words = _text_layer(page)
+            image = _render_later(data, index, zoom) if words else _render(page, index, zoom)
+            yield Page(index, image, float(dpi), size_mm, words)
+
+
+def _render(page: object, index: int, zoom: float) -> np.ndarray:
+    """A PDF page as a BGR image at ``zoom`` (pixels per point)."""
+    import pymupdf
+
+    try:
+        pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)  # type: ignore[attr-defined]
+        image = np.frombuffer(pix.samples, np.uint8).reshape(pix.height, pix.width, pix.n)
+        return cv2.cvtColor(image, cv2.COLOR_RGB2BGR if pix.n == 3 else cv2.COLOR_GRAY2BGR)
+    except Exception as exc:
+        raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
+
+
+def _render_later(data: bytes, index: int, zoom: float) -> Callable[[], np.ndarray]:
+    """:func:`_render` of page ``index`` of the PDF ``data``, when called (it opens the
+    document again: the loader's copy may be closed by then; opening costs ~0.1 ms)."""
+
+    def render() -> np.ndarray:
+        import pymupdf
+
+        try:
+            doc = pymupdf.open(stream=data, filetype="pdf")
+        except Exception as exc:
+            raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
+        with doc:
+            return _render(doc.load_page(index), index, zoom)
+
+    return render

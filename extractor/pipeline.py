@@ -236,8 +236,10 @@ class Extractor:
                         result = self._read_text_layer(page, candidate, timings)
                     if result is not None:
                         return result
+        with _timed(timings, "decode"):  # a born-digital PDF page is rendered only now
+            image = page.image
         with _timed(timings, "register"):
-            alignments = {c.name: (c, register(page.image, c)) for c in candidates}
+            alignments = {c.name: (c, register(image, c)) for c in candidates}
         scores = None if template is not None else {n: a.score for n, (_, a) in alignments.items()}
         chosen, alignment = max(alignments.values(), key=lambda pair: pair[1].score)
         lines = None
@@ -245,7 +247,7 @@ class Extractor:
             if mode == "never":
                 return _unmatched(page, None, alignment, timings, scores)
             with _timed(timings, "fallback"):
-                lines = self.fullpage_ocr()(page.image)
+                lines = self.fullpage_ocr()(image)
                 by_labels = {
                     c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
                 }
@@ -261,7 +263,7 @@ class Extractor:
             if result is not None:
                 result.template_scores = scores
                 return result
-        keep = page.image if mode != "never" else None
+        keep = image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
             if mode == "never":
                 return _unmatched(page, chosen, alignment, timings)
@@ -269,8 +271,8 @@ class Extractor:
             prepared.template_scores, prepared.lines = scores, lines
             return prepared
         with _timed(timings, "crop"):
-            crops = crop_fields(page.image, alignment.homography, chosen)
-            qr = read_qr(page.image, alignment.homography, chosen)
+            crops = crop_fields(image, alignment.homography, chosen)
+            qr = read_qr(image, alignment.homography, chosen)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
         return prepared

@@ -64,3 +64,22 @@ def test_pixel_limit_checked_from_header() -> None:
 def test_missing_file(tmp_path) -> None:
     with pytest.raises(InputError, match="no such file"):
         read_source(tmp_path / "nope.pdf")
+
+
+def test_a_pdf_page_with_a_text_layer_is_rendered_only_when_its_image_is_asked_for(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import extractor.loading as loading
+
+    rendered: list[int] = []
+    real = loading._render
+    monkeypatch.setattr(loading, "_render", lambda *a: rendered.append(a[1]) or real(*a))
+    doc = pymupdf.open()
+    doc.new_page(width=300, height=200).insert_text((20, 40), "one two three four five six")
+    doc.new_page(width=300, height=200).insert_text((20, 40), "scan")  # no usable text layer
+    pages = list(iter_pages(doc.tobytes(), dpi=144))  # the loader has closed its document
+    assert [p.words is not None for p in pages] == [True, False]
+    assert rendered == [1]  # the page without words was rendered by the loader
+    image = pages[0].image
+    assert image.shape == (400, 600, 3) and image.min() < 100  # its words, drawn
+    assert pages[0].image is image and rendered == [1, 0]  # once

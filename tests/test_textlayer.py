@@ -66,9 +66,17 @@ def truth() -> dict:
     return data["pages"][0]["fields"]
 
 
-def test_fields_come_from_the_text_layer(extractor: Extractor, truth: dict, tmp_path: Path) -> None:
+def test_fields_come_from_the_text_layer(
+    extractor: Extractor, truth: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import extractor.loading as loading
+
+    rendered: list[int] = []
+    real = loading._render
+    monkeypatch.setattr(loading, "_render", lambda *a: rendered.append(a[1]) or real(*a))
     pdf = born_digital(truth, tmp_path / "digital.pdf")
     (page,) = extractor.extract(pdf, "vat_invoice").pages
+    assert rendered == []  # the page's image was never needed
     assert page.registration == "text_layer" and page.status == "ok"
     assert {k: f.value for k, f in page.fields.items()} == truth
     assert all(f.source == "text_layer" and f.valid for f in page.fields.values())
