@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 
 from extractor.engines.base import Recognition, Recognizer
@@ -325,7 +324,7 @@ def openvino_installed() -> bool:
 # -- pipeline patches --------------------------------------------------------------------------
 
 
-def no_refine(ref: object, small: np.ndarray, to_ref: np.ndarray) -> None:
+def no_refine(ref: object, small: np.ndarray, to_ref: np.ndarray, lines: np.ndarray) -> None:
     """No ECC at all: the frame outline's homography only (a lower bound on registration)."""
     return None
 
@@ -338,21 +337,8 @@ def _full_outline_search() -> Callable[[], None]:
 
     shipped = reg._best_outline
 
-    def search(ref: Any, small: np.ndarray, candidates: list[Any]) -> tuple[float, Any, Any]:
-        best: tuple[float, Any, Any] | None = None
-        for candidate in candidates:
-            for turn in range(4):
-                to_ref = cv2.getPerspectiveTransform(
-                    np.roll(candidate.quad, -turn, axis=0), ref.frame
-                )
-                warped = cv2.warpPerspective(
-                    small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-                )
-                score = reg.match_score(ref, reg.ruling(warped, ref.px_per_mm))
-                if best is None or score > best[0]:
-                    best = (score, to_ref, candidate)
-        assert best is not None
-        return best
+    def search(ref: Any, small: np.ndarray, candidates: list[Any]) -> Any:
+        return shipped(ref, small, candidates, sure=math.inf)
 
     reg._best_outline = search  # type: ignore[assignment]
 

@@ -318,14 +318,14 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     if not candidates:
         return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
 
-    score, to_ref, candidate = _best_outline(ref, small, candidates)
+    score, to_ref, candidate, lines = _best_outline(ref, small, candidates)
     if score < SURE_OUTLINE:
         fitted = fit_sides(candidate.quad, candidate.piece)
         if fitted is not None:
             again = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
             if again[0] > score:
-                score, to_ref, _ = again
-    refined = _refine(ref, small, to_ref)
+                score, to_ref, _, lines = again
+    refined = _refine(ref, small, to_ref, lines)
     if refined is not None and refined[0] >= score:
         score, to_ref = refined
 
@@ -351,21 +351,23 @@ def register(page: np.ndarray, template: Template) -> Alignment:
 
 
 def _best_outline(
-    ref: Reference, small: np.ndarray, candidates: list[Candidate]
-) -> tuple[float, np.ndarray, Candidate]:
+    ref: Reference, small: np.ndarray, candidates: list[Candidate], sure: float = SURE_OUTLINE
+) -> tuple[float, np.ndarray, Candidate, np.ndarray]:
     """The candidate and 90-degree turn whose ruling best overlays the reference's: (score,
-    page work px -> reference work px, candidate). Stops at the first sure one."""
-    best: tuple[float, np.ndarray, Candidate] | None = None
+    page work px -> reference work px, candidate, the page's ruling warped onto the reference).
+    Stops at the first one scoring ``sure``."""
+    best: tuple[float, np.ndarray, Candidate, np.ndarray] | None = None
     for candidate in candidates:
         for turn in range(4):
             to_ref = cv2.getPerspectiveTransform(np.roll(candidate.quad, -turn, axis=0), ref.frame)
             warped = cv2.warpPerspective(
                 small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
             )
-            score = match_score(ref, ruling(warped, ref.px_per_mm))
+            lines = ruling(warped, ref.px_per_mm)
+            score = match_score(ref, lines)
             if best is None or score > best[0]:
-                best = (score, to_ref, candidate)
-            if score >= SURE_OUTLINE:
+                best = (score, to_ref, candidate, lines)
+            if score >= sure:
                 return best
     assert best is not None
     return best
@@ -386,13 +388,10 @@ def match_score(ref: Reference, page_lines: np.ndarray) -> float:
 
 
 def _refine(
-    ref: Reference, small: np.ndarray, to_ref: np.ndarray
+    ref: Reference, small: np.ndarray, to_ref: np.ndarray, lines: np.ndarray
 ) -> tuple[float, np.ndarray] | None:
-    """ECC on the ruling maps: sub-pixel homography refinement."""
-    warped = cv2.warpPerspective(
-        small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-    )
-    lines = ruling(warped, ref.px_per_mm)
+    """ECC on the ruling maps: sub-pixel homography refinement of ``to_ref``, whose ruling
+    map (the page warped onto the reference through it) is ``lines``."""
     # ECC runs on the blurred ruling maps at half the working scale: as precise here, and
     # 2-3x cheaper (docs/benchmarks.md)
     moving = cv2.resize(
