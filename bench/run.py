@@ -162,6 +162,13 @@ def _measure_fixed(
     )
     _log("peak RSS of a full-page OCR process")
     results["fullpage_rss"] = _in_fresh_process(tasks.fullpage_rss_task, {"docs": docs[:3]})
+    digital = sorted((fixtures / "digital" / "pdf").glob("*.pdf"))
+    if digital:
+        _log(f"born-digital PDFs: text layer and OCR path side by side on {len(digital)} PDFs")
+        results["digital"] = _in_fresh_process(
+            tasks.digital_task,
+            {"docs": [str(p) for p in digital], "rounds": 1 if args.quick else 3},
+        )
 
     if not args.quick:
         _log("component micro-benchmarks (recognition, registration, decoding)")
@@ -487,6 +494,31 @@ def render(results: dict[str, Any], out: Path) -> None:
             "Decoding a page (cv2.imdecode, CPU ms): "
             + ", ".join(f"{r['key']} {r['cpu_ms']:.1f}" for r in comp["decode"])
             + "."
+        )
+    digital = results.get("digital")
+    if digital:
+        text, ocr = digital["paths"]["text_layer"], digital["paths"]["ocr"]
+        add("")
+        add("### Born-digital PDFs: text layer against the OCR path")
+        add("")
+        add(
+            f"The {digital['docs']} born-digital 数电票 PDFs of `fixtures/digital/pdf` "
+            f"({digital['pages']} pages, {digital['fields']} fields), {digital['rounds']} rounds, "
+            "one process, the fallback off: each page from its text layer (a page at its form's "
+            "size is not even rendered), then the same page rendered, registered, cropped and "
+            f"recognised (`Extractor(text_layer=False)`). Load {digital['load'][0]:.1f}."
+        )
+        add("")
+        add("| path | CPU ms/page | wall ms/page | fields right | fields from |")
+        add("|---|---:|---:|---:|---|")
+        for label, path in (("text layer (the default)", text), ("OCR path", ocr)):
+            add(
+                f"| {label} | {path['cpu_ms']:.1f} | {path['wall_ms']:.1f} | "
+                f"{path['right']}/{digital['fields']} | {', '.join(path['sources'])} |"
+            )
+        add(
+            f"| OCR / text layer | **{ocr['cpu_ms'] / text['cpu_ms']:.1f}x** | "
+            f"{ocr['wall_ms'] / text['wall_ms']:.1f}x | | |"
         )
     cal = results.get("calibration", {})
     if cal.get("errors"):

@@ -257,6 +257,63 @@ def fullpage_rss_task(spec: dict[str, Any]) -> dict[str, Any]:
     return {"rss_mb": peak_rss_mb(), "pages": len(spec["docs"]), "load": load()}
 
 
+def digital_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """Born-digital PDFs: each page from its text layer, then the same page down the OCR path
+    (render, register, crop, recognise; ``Extractor(text_layer=False)``), in turn, ``rounds``
+    times, in one process; the fields each path gets right against the PDF's ground truth."""
+    cpu = setup_worker()
+    from extractor.pipeline import Extractor
+
+    text = Extractor(threads=1, fallback="never")
+    ocr = Extractor(text.engine, fallback="never", text_layer=False)
+    docs = [Path(p) for p in spec["docs"]]
+    truths = [json.loads(d.with_suffix(".json").read_text(encoding="utf-8")) for d in docs]
+    paths = {"text_layer": text, "ocr": ocr}
+    for extractor in paths.values():  # models loaded, first page warm
+        extractor.extract(docs[0], truths[0]["template"])
+    cpu_ms = {name: 0.0 for name in paths}
+    wall_ms = {name: 0.0 for name in paths}
+    right = {name: 0 for name in paths}
+    sources: dict[str, set[str]] = {name: set() for name in paths}
+    pages = fields = 0
+    for round_ in range(spec["rounds"]):
+        for doc, truth in zip(docs, truths, strict=True):
+            for name, extractor in paths.items():
+                cpu0, wall0 = time.process_time(), time.perf_counter()
+                result = extractor.extract(doc, truth["template"])
+                cpu_ms[name] += (time.process_time() - cpu0) * 1000
+                wall_ms[name] += (time.perf_counter() - wall0) * 1000
+                if round_:
+                    continue
+                got = {p.page - 1: p.fields for p in result.pages}
+                for expected in truth["pages"]:
+                    for field, value in expected["fields"].items():
+                        found = got.get(expected["page"], {}).get(field)
+                        right[name] += found is not None and found.value == value
+                        sources[name].add(found.source if found is not None else "missing")
+            if not round_:
+                pages += len(truth["pages"])
+                fields += sum(len(p["fields"]) for p in truth["pages"])
+    read = pages * spec["rounds"]
+    return {
+        "cpu": cpu,
+        "docs": len(docs),
+        "pages": pages,
+        "rounds": spec["rounds"],
+        "fields": fields,
+        "paths": {
+            name: {
+                "cpu_ms": cpu_ms[name] / read,
+                "wall_ms": wall_ms[name] / read,
+                "right": right[name],
+                "sources": sorted(sources[name]),
+            }
+            for name in paths
+        },
+        "load": load(),
+    }
+
+
 def calibration_task(spec: dict[str, Any]) -> dict[str, Any]:
     """Crops of synthetic invoices (seeds the fixtures do not use) for int8 calibration, and
     the int8 models built from them."""
