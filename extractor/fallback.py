@@ -42,6 +42,13 @@ labels (称： for 名称) had 9 of 9 in place, an overdetermined fit. Another l
 labels fits some of them too (a 数电票 scan asked as vat_invoice: 8-9 of its 12-13 matches),
 not nearly all. The share (:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
 MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
+ROW_MM = 12.0
+"""On a page registered by its frame, the fallback reads only the rows of the form that hold
+the fields still in doubt: each one's box and this much above and below it (a label on the
+box's row, the line or two below a label that :func:`beside_label` looks at, a layout whose
+cells moved), across the form's whole width so that no line is cut."""
+WHOLE_PAGE_SHARE = 0.6
+"""Rows covering more of the form than this: the whole page is read (about as costly)."""
 _NOISE = re.compile(r"[\s:：]")
 
 
@@ -236,3 +243,45 @@ def beside_label(
         if norm(line.text) not in stoplist and not check_value(spec, line.text).errors:
             return line.text, line.score, line.quad
     return None
+
+
+def rows_to_read(
+    specs: list[FieldSpec], template: Template, homography: np.ndarray, shape: tuple[int, ...]
+) -> list[tuple[int, int, int, int]] | None:
+    """The page's rectangles (x0, y0, x1, y1, page px) that hold the form's rows of ``specs``
+    (:data:`ROW_MM`), overlapping ones merged; None when they cover more than
+    :data:`WHOLE_PAGE_SHARE` of the form: read the page whole."""
+    width, height = template.reference_size_px
+    ppm = template.px_per_mm
+
+    def on_page(top: float, bottom: float) -> tuple[int, int, int, int]:
+        corners = np.array([[[0, top], [width, top], [width, bottom], [0, bottom]]], np.float64)
+        xs, ys = cv2.perspectiveTransform(corners, homography)[0].T
+        x0, y0 = max(0, int(xs.min())), max(0, int(ys.min()))
+        return x0, y0, min(shape[1], int(np.ceil(xs.max()))), min(shape[0], int(np.ceil(ys.max())))
+
+    rects = [
+        on_page((spec.box.y - ROW_MM) * ppm, (spec.box.y + spec.box.h + ROW_MM) * ppm)
+        for spec in specs
+    ]
+    merged = _merged([r for r in rects if r[2] > r[0] and r[3] > r[1]])
+    x0, y0, x1, y1 = on_page(0, height)  # the whole form
+    form = max(0, x1 - x0) * max(0, y1 - y0)
+    area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in merged)
+    return None if area > WHOLE_PAGE_SHARE * form else merged
+
+
+def _merged(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """Overlapping rectangles replaced by their bounding one, until none overlap."""
+    rects = sorted(rects, key=lambda r: (r[1], r[0]))
+    i = 0
+    while i < len(rects):
+        for j in range(i + 1, len(rects)):
+            a, b = rects[i], rects[j]
+            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
+                rects[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
+                del rects[j]
+                i = -1  # the larger one may now overlap an earlier one
+                break
+        i += 1
+    return rects

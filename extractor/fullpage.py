@@ -9,6 +9,7 @@ out per model; one engine builder for three models is less to get wrong).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -112,9 +113,34 @@ class FullPageOCR:
             providers=["CPUExecutionProvider"],
         )
 
-    def __call__(self, image: np.ndarray) -> list[TextLine]:
-        with large_buffers_mapped():  # its activations must not fragment the worker's heap
-            result = self._engine(image)
+    def __call__(
+        self, image: np.ndarray, regions: Sequence[tuple[int, int, int, int]] | None = None
+    ) -> list[TextLine]:
+        """The lines of ``image``, or of its ``regions`` only ((x0, y0, x1, y1) px, each read
+        alone), in the image's px. A region is detected at the scale the whole image would be:
+        the detector's lines depend on it (a name's line found shorter at another)."""
+        if regions is None:
+            return self._read(image, DET_MAX_SIDE)
+        scale = min(1.0, DET_MAX_SIDE / max(image.shape[:2]))
+        lines = []
+        for x0, y0, x1, y1 in regions:
+            offset = np.array([x0, y0], np.float32)
+            region = np.ascontiguousarray(image[y0:y1, x0:x1])
+            side = max(32, round(max(region.shape[:2]) * scale))
+            lines += [
+                TextLine(ln.quad + offset, ln.text, ln.score) for ln in self._read(region, side)
+            ]
+        return lines
+
+    def _read(self, image: np.ndarray, det_side: int) -> list[TextLine]:
+        """RapidOCR on ``image``, detection on it shrunk to ``det_side`` px on its long side."""
+        detector = self._engine._load_det_model()  # private (rapidocr is pinned)
+        detector.limit_side_len = det_side
+        try:
+            with large_buffers_mapped():  # its activations must not fragment the worker's heap
+                result = self._engine(image)
+        finally:
+            detector.limit_side_len = DET_MAX_SIDE
         if result.boxes is None or result.txts is None:
             return []
         return [

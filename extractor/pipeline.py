@@ -33,6 +33,7 @@ from extractor.fallback import (
     beside_label,
     lines_in_box,
     norm,
+    rows_to_read,
 )
 from extractor.fields import (
     LEADING_MARKS,
@@ -400,7 +401,9 @@ class Extractor:
         template = prepared.template
         image = prepared.image
         assert image is not None
-        lines = prepared.lines if prepared.lines is not None else self.fullpage_ocr()(image)
+        lines = (
+            prepared.lines if prepared.lines is not None else self._fallback_lines(prepared, fields)
+        )
         reference = self.reference_labels(template)
         labels = align_by_labels(lines, reference, known=True)
         homography = (
@@ -440,6 +443,20 @@ class Extractor:
             if spec.kind is FieldKind.name and own is not None and chosen is not own:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
         return merged, labels if labels.homography is not None else None
+
+    def _fallback_lines(
+        self, prepared: PreparedPage, fields: dict[str, FieldResult]
+    ) -> list[TextLine]:
+        """Full-page OCR of the page; on a page its frame registered (unless the fallback is
+        ``always``), of the rows that hold the fields not yet valid only (:func:`rows_to_read`),
+        a fraction of the page."""
+        image, alignment = prepared.image, prepared.alignment
+        assert image is not None
+        regions = None
+        if alignment.matched and alignment.homography is not None and prepared.fallback != "always":
+            doubtful = [spec for spec in prepared.template.fields if not fields[spec.name].valid]
+            regions = rows_to_read(doubtful, prepared.template, alignment.homography, image.shape)
+        return self.fullpage_ocr()(image, regions)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
         """The printed labels of the template's reference form (read once per process)."""

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import math
 
+import cv2
 import numpy as np
+import pytest
 
-from extractor.fallback import beside_label
+from extractor.fallback import ROW_MM, beside_label, rows_to_read
 from extractor.fullpage import TextLine
 from extractor.templates import TemplateStore
 
@@ -57,3 +59,26 @@ def test_a_label_printed_twice_gives_nothing_where_nothing_says_whose_it_is() ->
     near = (np.array([230.0, 610.0]), 100.0)  # where the alignment puts the field's label
     found = beside_label(lines, spec, near)
     assert found is not None and found[0] == "91441900MAX1YJDH7E"
+
+
+def test_the_rows_of_the_fields_in_doubt_are_what_the_fallback_reads() -> None:
+    """On a page its frame registered, the fallback's OCR reads each doubtful field's row of
+    the form (its box and ROW_MM above and below, the form's whole width): one band for the
+    amount in words, one for two neighbouring fields, the whole page when most of it is asked."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    turned = np.array([[0.0, -1.0, 1200.0], [1.0, 0.0, 30.0], [0.0, 0.0, 1.0]])  # 90 degrees
+    page = (2100, 2100)  # (h, w): the form and margins, either way
+    for homography, upright in ((np.eye(3), True), (turned, False)):
+        words = template.field("total_in_words")
+        (rect,) = rows_to_read([words], template, homography, page)
+        x0, y0, x1, y1 = rect
+        box = words.box
+        corners = np.array([[[box.x, box.y], [box.x + box.w, box.y + box.h]]], np.float64) * ppm
+        for x, y in cv2.perspectiveTransform(corners, homography)[0]:
+            assert x0 <= x <= x1 and y0 <= y <= y1  # the box, inside
+        across = (y1 - y0) if upright else (x1 - x0)
+        assert across == pytest.approx((box.h + 2 * ROW_MM) * ppm, abs=2)
+        names = [template.field("buyer_name"), template.field("buyer_tax_id")]
+        assert len(rows_to_read(names, template, homography, page)) == 1  # merged
+    assert rows_to_read(template.fields, template, np.eye(3), page) is None  # the whole page
