@@ -185,11 +185,20 @@ def frame_candidates(ink: np.ndarray, limit: int = CANDIDATES) -> list[Candidate
         if areas[idx] < min_area:
             break
         piece = labels == idx + 1
-        ys, xs = np.nonzero(piece)
-        hull = cv2.convexHull(np.column_stack([xs, ys]).astype(np.int32))
+        hull = _hull(piece)
         found.append(Candidate(_quad(hull), piece))
         found.append(Candidate(_order(cv2.boxPoints(cv2.minAreaRect(hull))), piece))
     return found
+
+
+def _hull(piece: np.ndarray) -> np.ndarray:
+    """The convex hull of a piece's pixels, from its outer contour (the same hull as from every
+    pixel, ~8x cheaper), starting where OpenCV's hull of every pixel starts, at the rightmost
+    (then lowest) vertex: the quad :func:`_quad` fits to it depends on the start."""
+    contours, _ = cv2.findContours(piece.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_NONE)
+    hull = cv2.convexHull(np.concatenate(contours))
+    start = max(range(len(hull)), key=lambda i: (hull[i, 0, 0], hull[i, 0, 1]))
+    return np.roll(hull, -start, axis=0)
 
 
 def fit_sides(quad: np.ndarray, piece: np.ndarray, samples: int = 48) -> np.ndarray | None:
