@@ -393,9 +393,10 @@ def _render_later(data: bytes, index: int, zoom: float) -> Callable[[], np.ndarr
 
         try:
             doc = pymupdf.open(stream=data, filetype="pdf")
+            page = doc.load_page(index)
         except Exception as exc:
             raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
         with doc:
-            return _render(doc.load_page(index), index, zoom)
+            return _render(page, index, zoom)
 
     return render
