@@ -155,6 +155,8 @@ def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
     fixtures = Path(spec["fixtures"])
     warm = sorted((fixtures / spec["timed_levels"][0]).glob("*.jpg"))[0]
     extractor.extract(warm, "vat_invoice")
+    if variant.fallback != "never":  # its model and the form's labels, once per process
+        extractor.reference_labels(extractor.templates.get("vat_invoice"))
     records.clear()
     load_start = load()
     tallies = {}
