@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 from typing import Literal
 
 import numpy as np
@@ -87,6 +88,8 @@ class FullPageOCR:
         except Exception as exc:
             raise EngineError(f"cannot start full-page OCR ({provider}): {exc}") from exc
         self.provider = provider
+        self.setting = f"rapidocr {version('rapidocr')}, {provider}, detection at {DET_MAX_SIDE} px"
+        """What, besides the image, decides the lines found (:mod:`extractor.label_cache`)."""
 
     def _lean_detector(self, threads: int) -> None:
         """Give RapidOCR's text detector a session with ONNX Runtime's *extended* graph

@@ -48,6 +48,7 @@ from extractor.fields import (
     value_start,
 )
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr
+from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
@@ -459,13 +460,15 @@ class Extractor:
         return self.fullpage_ocr()(image, regions)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
-        """The printed labels of the template's reference form (read once per process)."""
+        """The printed labels of the template's reference form (read once per process, and
+        kept on disk for the next: :mod:`extractor.label_cache`)."""
         key = (template.name, template.reference_image_path)
         if key not in self._reference_labels:
-            image = cv2.imread(str(template.reference_image_path))
-            if image is None:
+            path, ocr = template.reference_image_path, self.fullpage_ocr()
+            lines = reference_lines(path, ocr.setting, ocr) if path and path.is_file() else None
+            if lines is None:
                 raise TemplateError(f"template {template.name!r}: cannot read its reference image")
-            self._reference_labels[key] = ReferenceLabels(self.fullpage_ocr()(image))
+            self._reference_labels[key] = ReferenceLabels(lines)
         return self._reference_labels[key]
 
     def _from_text(

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import cv2
 import numpy as np
 import pytest
 
-from extractor.fallback import ROW_MM, beside_label, rows_to_read
-from extractor.fullpage import TextLine
+from extractor.fallback import ROW_MM, ReferenceLabels, beside_label, rows_to_read
+from extractor.fullpage import TextLine, get_fullpage_ocr
+from extractor.label_cache import reference_lines
 from extractor.templates import TemplateStore
 
 
@@ -82,3 +84,31 @@ def test_the_rows_of_the_fields_in_doubt_are_what_the_fallback_reads() -> None:
         names = [template.field("buyer_name"), template.field("buyer_tax_id")]
         assert len(rows_to_read(names, template, homography, page)) == 1  # merged
     assert rows_to_read(template.fields, template, np.eye(3), page) is None  # the whole page
+
+
+def test_the_reference_forms_labels_are_read_once_and_kept_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Full-page OCR of the reference form costs ~2 s; the next process takes its lines from
+    the cache, as read; another OCR setting (or another image) reads them again."""
+    monkeypatch.setenv("ROI_CACHE_DIR", str(tmp_path))
+    path = TemplateStore().get("vat_invoice").reference_image_path
+    ocr = get_fullpage_ocr("cpu", 1)
+    reads: list[tuple[int, ...]] = []
+
+    def read(image: np.ndarray) -> list[TextLine]:
+        reads.append(image.shape)
+        return ocr(image)
+
+    first = reference_lines(path, ocr.setting, read)
+    again = reference_lines(path, ocr.setting, read)
+    assert first and again and len(reads) == 1
+    assert len(list((tmp_path / "labels").glob("*.json"))) == 1
+    assert [(ln.text, ln.score) for ln in again] == [(ln.text, ln.score) for ln in first]
+    assert all(np.allclose(a.quad, b.quad) for a, b in zip(again, first, strict=True))
+    assert {"纳税人识别号", "价税合计（大写）"} <= ReferenceLabels(again).texts
+    reference_lines(path, ocr.setting + ", another", read)
+    assert len(reads) == 2
+    not_an_image = tmp_path / "form.png"
+    not_an_image.write_bytes(b"no image here")
+    assert reference_lines(not_an_image, ocr.setting, read) is None
