@@ -17,6 +17,7 @@ For each field the first reading that validates wins; each says where it came fr
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import cv2
@@ -47,6 +48,12 @@ ROW_MM = 12.0
 the fields still in doubt: each one's box and this much above and below it (a label on the
 box's row, the line or two below a label that :func:`beside_label` looks at, a layout whose
 cells moved), across the form's whole width so that no line is cut."""
+LEFT_MM = 50.0
+RIGHT_MM = 30.0
+"""Of the lines detected in those rows, only those reaching into the part of its row around a
+field in doubt are recognised: its box, LEFT_MM to its left (a label ending up to 20 mm before
+the box, the fallback's reach, and as long as 30 mm: 价税合计（大写）) and RIGHT_MM to its right.
+Lines are kept or left whole, never cut."""
 WHOLE_PAGE_SHARE = 0.6
 """Rows covering more of the form than this: the whole page is read (about as costly)."""
 _NOISE = re.compile(r"[\s:：]")
@@ -285,3 +292,32 @@ def _merged(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int,
                 break
         i += 1
     return rects
+
+
+def near_fields(
+    specs: list[FieldSpec], template: Template, homography: np.ndarray
+) -> Callable[[np.ndarray], bool]:
+    """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
+    and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`)."""
+    ppm = template.px_per_mm
+    to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
+    windows = [
+        (
+            s.box.x - LEFT_MM,
+            s.box.y - ROW_MM,
+            s.box.x + s.box.w + RIGHT_MM,
+            s.box.y + s.box.h + ROW_MM,
+        )
+        for s in specs
+    ]
+
+    def near(quad: np.ndarray) -> bool:
+        mm = cv2.perspectiveTransform(quad.reshape(1, -1, 2).astype(np.float64), to_mm)[0]
+        (x0, _), (x1, _) = mm.min(axis=0), mm.max(axis=0)
+        cy = float(mm[:, 1].mean())
+        return any(
+            top <= cy <= bottom and x1 >= left and x0 <= right
+            for left, top, right, bottom in windows
+        )
+
+    return near

@@ -9,10 +9,10 @@ out per model; one engine builder for three models is less to get wrong).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import version
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -117,33 +117,46 @@ class FullPageOCR:
         )
 
     def __call__(
-        self, image: np.ndarray, regions: Sequence[tuple[int, int, int, int]] | None = None
+        self,
+        image: np.ndarray,
+        regions: Sequence[tuple[int, int, int, int]] | None = None,
+        keep: Callable[[np.ndarray], bool] | None = None,
     ) -> list[TextLine]:
         """The lines of ``image``, or of its ``regions`` only ((x0, y0, x1, y1) px, each read
         alone), in the image's px. A region is detected at the scale the whole image would be:
-        the detector's lines depend on it (a name's line found shorter at another)."""
+        the detector's lines depend on it (a name's line found shorter at another). With
+        ``keep`` (a line's 4x2 outline, image px -> bool), lines it refuses are not read."""
         if regions is None:
-            return self._read(image, DET_MAX_SIDE)
+            return self._read(image, DET_MAX_SIDE, keep)
         scale = min(1.0, DET_MAX_SIDE / max(image.shape[:2]))
         lines = []
         for x0, y0, x1, y1 in regions:
             offset = np.array([x0, y0], np.float32)
             region = np.ascontiguousarray(image[y0:y1, x0:x1])
             side = max(32, round(max(region.shape[:2]) * scale))
+            moved = None if keep is None else (lambda quad, o=offset: keep(quad + o))
             lines += [
-                TextLine(ln.quad + offset, ln.text, ln.score) for ln in self._read(region, side)
+                TextLine(ln.quad + offset, ln.text, ln.score)
+                for ln in self._read(region, side, moved)
             ]
         return lines
 
-    def _read(self, image: np.ndarray, det_side: int) -> list[TextLine]:
-        """RapidOCR on ``image``, detection on it shrunk to ``det_side`` px on its long side."""
-        detector = self._engine._load_det_model()  # private (rapidocr is pinned)
+    def _read(
+        self, image: np.ndarray, det_side: int, keep: Callable[[np.ndarray], bool] | None = None
+    ) -> list[TextLine]:
+        """RapidOCR on ``image``, detection on it shrunk to ``det_side`` px on its long side
+        (one call at a time: the engine is set up for it, as a worker's one thread does)."""
+        engine = self._engine
+        detector = engine._load_det_model()  # private (rapidocr is pinned)
         detector.limit_side_len = det_side
+        if keep is not None:  # an instance attribute: RapidOCR's own call finds it
+            engine.detect_and_crop = _keeping(engine, keep, image.shape)
         try:
             with large_buffers_mapped():  # its activations must not fragment the worker's heap
-                result = self._engine(image)
+                result = engine(image)
         finally:
             detector.limit_side_len = DET_MAX_SIDE
+            engine.__dict__.pop("detect_and_crop", None)
         if result.boxes is None or result.txts is None:
             return []
         return [
@@ -151,6 +164,29 @@ class FullPageOCR:
             for box, text, score in zip(result.boxes, result.txts, result.scores, strict=True)
             if str(text).strip()
         ]
+
+
+def _keeping(
+    engine: Any, keep: Callable[[np.ndarray], bool], shape: tuple[int, ...]
+) -> Callable[..., Any]:
+    """RapidOCR's detection and line crops, without the lines ``keep`` refuses (their outlines
+    taken back to the image's px as RapidOCR will), so that only the rest are recognised."""
+    from rapidocr.main import RapidOCRError
+    from rapidocr.utils.process_img import map_boxes_to_original
+
+    detect_and_crop = type(engine).detect_and_crop.__get__(engine)
+
+    def only_kept(img: np.ndarray, op_record: dict[str, Any]) -> tuple[list[Any], Any]:
+        crops, found = detect_and_crop(img, op_record)
+        quads = map_boxes_to_original(np.array(found.boxes, np.float32), op_record, *shape[:2])
+        kept = [i for i, quad in enumerate(quads) if keep(quad)]
+        if not kept:
+            raise RapidOCRError("no line to read")  # RapidOCR answers nothing, as for none found
+        found.boxes = found.boxes[kept]
+        found.scores = [found.scores[i] for i in kept]
+        return [crops[i] for i in kept], found
+
+    return only_kept
 
 
 _CACHE: dict[tuple[str, int], FullPageOCR] = {}

@@ -32,6 +32,7 @@ from extractor.fallback import (
     align_by_labels,
     beside_label,
     lines_in_box,
+    near_fields,
     norm,
     rows_to_read,
 )
@@ -450,14 +451,16 @@ class Extractor:
     ) -> list[TextLine]:
         """Full-page OCR of the page; on a page its frame registered (unless the fallback is
         ``always``), of the rows that hold the fields not yet valid only (:func:`rows_to_read`),
-        a fraction of the page."""
+        and of their lines only those near those fields are recognised (:func:`near_fields`)."""
         image, alignment = prepared.image, prepared.alignment
         assert image is not None
-        regions = None
+        regions = keep = None
         if alignment.matched and alignment.homography is not None and prepared.fallback != "always":
             doubtful = [spec for spec in prepared.template.fields if not fields[spec.name].valid]
             regions = rows_to_read(doubtful, prepared.template, alignment.homography, image.shape)
-        return self.fullpage_ocr()(image, regions)
+            if regions is not None:
+                keep = near_fields(doubtful, prepared.template, alignment.homography)
+        return self.fullpage_ocr()(image, regions, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
         """The printed labels of the template's reference form (read once per process, and

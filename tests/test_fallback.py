@@ -9,7 +9,13 @@ import cv2
 import numpy as np
 import pytest
 
-from extractor.fallback import ROW_MM, ReferenceLabels, beside_label, rows_to_read
+from extractor.fallback import (
+    ROW_MM,
+    ReferenceLabels,
+    beside_label,
+    near_fields,
+    rows_to_read,
+)
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.label_cache import reference_lines
 from extractor.templates import TemplateStore
@@ -112,3 +118,23 @@ def test_the_reference_forms_labels_are_read_once_and_kept_on_disk(
     not_an_image = tmp_path / "form.png"
     not_an_image.write_bytes(b"no image here")
     assert reference_lines(not_an_image, ocr.setting, read) is None
+
+
+def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
+    """Of the lines detected in a doubtful field's row, those reaching into the part of the row
+    around it (LEFT_MM before its box for its label, RIGHT_MM after) are read, whole."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    words = template.field("total_in_words")  # box x 54-160 mm, y 92-99 mm
+    near = near_fields([words], template, np.eye(3))
+
+    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
+        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
+                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
+
+    assert near(line(60, 100, 95.5))  # the value in its box
+    assert near(line(14, 44, 95.5))  # its label, before the box
+    assert near(line(150, 230, 95.5))  # a line reaching in from the right, kept whole
+    assert not near(line(200, 228, 95.5))  # the same row past RIGHT_MM: the total's box
+    assert not near(line(60, 100, 60.0))  # the goods table, another row
+    assert near(line(60, 100, 92 - ROW_MM + 1))  # within ROW_MM above

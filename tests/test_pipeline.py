@@ -625,7 +625,7 @@ def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     seen: list[tuple[int, ...]] = []
     read = ocr._read
     monkeypatch.setattr(
-        ocr, "_read", lambda image, side: seen.append(image.shape) or read(image, side)
+        ocr, "_read", lambda image, *more: seen.append(image.shape) or read(image, *more)
     )
     (page,) = extractor.extract(path, "vat_invoice").pages
     words = page.fields["total_in_words"]
