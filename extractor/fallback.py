@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 
 from extractor.fields import check_value
-from extractor.fullpage import TextLine
+from extractor.fullpage import TextLine, View
 from extractor.templates import FieldSpec, Template
 
 MIN_LABEL_MATCHES = 4
@@ -54,8 +54,6 @@ RIGHT_MM = 30.0
 field in doubt are recognised: its box, LEFT_MM to its left (a label ending up to 20 mm before
 the box, the fallback's reach, and as long as 30 mm: 价税合计（大写）) and RIGHT_MM to its right.
 Lines are kept or left whole, never cut."""
-WHOLE_PAGE_SHARE = 0.6
-"""Rows covering more of the form than this: the whole page is read (about as costly)."""
 _NOISE = re.compile(r"[\s:：]")
 
 
@@ -252,46 +250,31 @@ def beside_label(
     return None
 
 
-def rows_to_read(
-    specs: list[FieldSpec], template: Template, homography: np.ndarray, shape: tuple[int, ...]
-) -> list[tuple[int, int, int, int]] | None:
-    """The page's rectangles (x0, y0, x1, y1, page px) that hold the form's rows of ``specs``
-    (:data:`ROW_MM`), overlapping ones merged; None when they cover more than
-    :data:`WHOLE_PAGE_SHARE` of the form: read the page whole."""
-    width, height = template.reference_size_px
+def rows_to_read(specs: list[FieldSpec], template: Template, homography: np.ndarray) -> list[View]:
+    """The form's rows that hold ``specs`` (each box and :data:`ROW_MM` above and below it,
+    across the reference's whole width; overlapping rows merged), each a view of the page set
+    upright by ``homography`` (reference px -> page px) at the page's own resolution: a row of
+    a photo at 30 degrees is read as a narrow band, not as the rectangle around it."""
+    width, _ = template.reference_size_px
     ppm = template.px_per_mm
-
-    def on_page(top: float, bottom: float) -> tuple[int, int, int, int]:
+    spans = sorted(((s.box.y - ROW_MM) * ppm, (s.box.y + s.box.h + ROW_MM) * ppm) for s in specs)
+    merged: list[tuple[float, float]] = []
+    for top, bottom in spans:
+        if merged and top <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], bottom))
+        else:
+            merged.append((top, bottom))
+    views = []
+    for top, bottom in merged:
         corners = np.array([[[0, top], [width, top], [width, bottom], [0, bottom]]], np.float64)
-        xs, ys = cv2.perspectiveTransform(corners, homography)[0].T
-        x0, y0 = max(0, int(xs.min())), max(0, int(ys.min()))
-        return x0, y0, min(shape[1], int(np.ceil(xs.max()))), min(shape[0], int(np.ceil(ys.max())))
-
-    rects = [
-        on_page((spec.box.y - ROW_MM) * ppm, (spec.box.y + spec.box.h + ROW_MM) * ppm)
-        for spec in specs
-    ]
-    merged = _merged([r for r in rects if r[2] > r[0] and r[3] > r[1]])
-    x0, y0, x1, y1 = on_page(0, height)  # the whole form
-    form = max(0, x1 - x0) * max(0, y1 - y0)
-    area = sum((x1 - x0) * (y1 - y0) for x0, y0, x1, y1 in merged)
-    return None if area > WHOLE_PAGE_SHARE * form else merged
-
-
-def _merged(rects: list[tuple[int, int, int, int]]) -> list[tuple[int, int, int, int]]:
-    """Overlapping rectangles replaced by their bounding one, until none overlap."""
-    rects = sorted(rects, key=lambda r: (r[1], r[0]))
-    i = 0
-    while i < len(rects):
-        for j in range(i + 1, len(rects)):
-            a, b = rects[i], rects[j]
-            if a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]:
-                rects[i] = (min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3]))
-                del rects[j]
-                i = -1  # the larger one may now overlap an earlier one
-                break
-        i += 1
-    return rects
+        tl, tr, br, bl = cv2.perspectiveTransform(corners, homography)[0]
+        across = max(np.linalg.norm(tr - tl), np.linalg.norm(br - bl)) / width
+        down = max(np.linalg.norm(bl - tl), np.linalg.norm(br - tr)) / (bottom - top)
+        k = max(across, down)  # page px per reference px, the band's finest
+        upright = np.array([[k, 0.0, 0.0], [0.0, k, -k * top], [0.0, 0.0, 1.0]])
+        size = (int(np.ceil(width * k)), int(np.ceil((bottom - top) * k)))
+        views.append(View(upright @ np.linalg.inv(homography), size))
+    return views
 
 
 def near_fields(

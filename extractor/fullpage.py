@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any, Literal
 
+import cv2
 import numpy as np
 
 from extractor.engines.ppocr import cudnn_conv_algo_search
@@ -44,6 +45,28 @@ class TextLine:
             )
             / 2
         )
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """A part of a page read as an image of its own: ``matrix`` (3x3) takes page px to the
+    view's px, ``size`` is the view's (width, height) px. A band of the form set upright by the
+    page's registration reads as well on a tilted photo as on a straight scan, at its own size."""
+
+    matrix: np.ndarray
+    size: tuple[int, int]
+
+    def of(self, image: np.ndarray) -> np.ndarray:
+        """The view's pixels (white where it reaches past the page)."""
+        return cv2.warpPerspective(
+            image, self.matrix, self.size, flags=cv2.INTER_LINEAR, borderValue=(255, 255, 255)
+        )
+
+    def to_page(self, quad: np.ndarray) -> np.ndarray:
+        """An outline (N x 2, view px) in the page's px."""
+        back = np.linalg.inv(self.matrix)
+        points = quad.reshape(1, -1, 2).astype(np.float64)
+        return cv2.perspectiveTransform(points, back)[0].astype(np.float32)
 
 
 DET_MAX_SIDE = 1600
@@ -119,25 +142,23 @@ class FullPageOCR:
     def __call__(
         self,
         image: np.ndarray,
-        regions: Sequence[tuple[int, int, int, int]] | None = None,
+        views: Sequence[View] | None = None,
         keep: Callable[[np.ndarray], bool] | None = None,
     ) -> list[TextLine]:
-        """The lines of ``image``, or of its ``regions`` only ((x0, y0, x1, y1) px, each read
-        alone), in the image's px. A region is detected at the scale the whole image would be:
-        the detector's lines depend on it (a name's line found shorter at another). With
-        ``keep`` (a line's 4x2 outline, image px -> bool), lines it refuses are not read."""
-        if regions is None:
+        """The lines of ``image``, or of its ``views`` only (each read alone), in the image's px.
+        A view is detected at the scale the whole image would be: the detector's lines depend
+        on it (a name's line found shorter at another). With ``keep`` (a line's 4x2 outline,
+        image px -> bool), lines it refuses are not read."""
+        if views is None:
             return self._read(image, DET_MAX_SIDE, keep)
         scale = min(1.0, DET_MAX_SIDE / max(image.shape[:2]))
         lines = []
-        for x0, y0, x1, y1 in regions:
-            offset = np.array([x0, y0], np.float32)
-            region = np.ascontiguousarray(image[y0:y1, x0:x1])
-            side = max(32, round(max(region.shape[:2]) * scale))
-            moved = None if keep is None else (lambda quad, o=offset: keep(quad + o))
+        for view in views:
+            side = max(32, round(max(view.size) * scale))
+            moved = None if keep is None else (lambda quad, v=view: keep(v.to_page(quad)))
             lines += [
-                TextLine(ln.quad + offset, ln.text, ln.score)
-                for ln in self._read(region, side, moved)
+                TextLine(view.to_page(ln.quad), ln.text, ln.score)
+                for ln in self._read(view.of(image), side, moved)
             ]
         return lines
 

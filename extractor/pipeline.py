@@ -454,13 +454,12 @@ class Extractor:
         and of their lines only those near those fields are recognised (:func:`near_fields`)."""
         image, alignment = prepared.image, prepared.alignment
         assert image is not None
-        regions = keep = None
+        views = keep = None
         if alignment.matched and alignment.homography is not None and prepared.fallback != "always":
             doubtful = [spec for spec in prepared.template.fields if not fields[spec.name].valid]
-            regions = rows_to_read(doubtful, prepared.template, alignment.homography, image.shape)
-            if regions is not None:
-                keep = near_fields(doubtful, prepared.template, alignment.homography)
-        return self.fullpage_ocr()(image, regions, keep)
+            views = rows_to_read(doubtful, prepared.template, alignment.homography)
+            keep = near_fields(doubtful, prepared.template, alignment.homography)
+        return self.fullpage_ocr()(image, views, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
         """The printed labels of the template's reference form (read once per process, and

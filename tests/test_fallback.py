@@ -71,25 +71,31 @@ def test_a_label_printed_twice_gives_nothing_where_nothing_says_whose_it_is() ->
 
 def test_the_rows_of_the_fields_in_doubt_are_what_the_fallback_reads() -> None:
     """On a page its frame registered, the fallback's OCR reads each doubtful field's row of
-    the form (its box and ROW_MM above and below, the form's whole width): one band for the
-    amount in words, one for two neighbouring fields, the whole page when most of it is asked."""
+    the form (its box and ROW_MM above and below, the form's whole width), set upright at the
+    page's resolution: a band as narrow on a page turned 30 degrees (and shrunk) as on a
+    straight one; one band for two neighbouring fields."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
-    turned = np.array([[0.0, -1.0, 1200.0], [1.0, 0.0, 30.0], [0.0, 0.0, 1.0]])  # 90 degrees
-    page = (2100, 2100)  # (h, w): the form and margins, either way
-    for homography, upright in ((np.eye(3), True), (turned, False)):
+    width, height = template.reference_size_px
+    a = np.deg2rad(30)
+    turned = np.array([[np.cos(a), -np.sin(a), 900.0], [np.sin(a), np.cos(a), 30.0], [0, 0, 1]])
+    for homography, scale in ((np.eye(3), 1.0), (turned @ np.diag([0.8, 0.8, 1.0]), 0.8)):
         words = template.field("total_in_words")
-        (rect,) = rows_to_read([words], template, homography, page)
-        x0, y0, x1, y1 = rect
+        (view,) = rows_to_read([words], template, homography)
+        assert view.size[0] == pytest.approx(width * scale, abs=2)
+        assert view.size[1] == pytest.approx((words.box.h + 2 * ROW_MM) * ppm * scale, abs=2)
         box = words.box
         corners = np.array([[[box.x, box.y], [box.x + box.w, box.y + box.h]]], np.float64) * ppm
-        for x, y in cv2.perspectiveTransform(corners, homography)[0]:
-            assert x0 <= x <= x1 and y0 <= y <= y1  # the box, inside
-        across = (y1 - y0) if upright else (x1 - x0)
-        assert across == pytest.approx((box.h + 2 * ROW_MM) * ppm, abs=2)
+        on_page = cv2.perspectiveTransform(corners, homography)
+        (x0, y0), (x1, y1) = cv2.perspectiveTransform(on_page, view.matrix)[0]
+        assert x0 == pytest.approx(box.x * ppm * scale, abs=1)  # upright, the box inside
+        assert y0 == pytest.approx(ROW_MM * ppm * scale, abs=1)
+        assert (x1 - x0, y1 - y0) == pytest.approx((box.w * ppm * scale, box.h * ppm * scale), 0.01)
+        assert np.allclose(view.to_page(np.float32([[x0, y0]])), on_page[0, :1], atol=0.01)
         names = [template.field("buyer_name"), template.field("buyer_tax_id")]
-        assert len(rows_to_read(names, template, homography, page)) == 1  # merged
-    assert rows_to_read(template.fields, template, np.eye(3), page) is None  # the whole page
+        assert len(rows_to_read(names, template, homography)) == 1  # merged
+    bands = rows_to_read(template.fields, template, np.eye(3))
+    assert sum(v.size[1] for v in bands) <= height + 2 * ROW_MM * ppm  # no row read twice
 
 
 def test_the_reference_forms_labels_are_read_once_and_kept_on_disk(
