@@ -38,7 +38,7 @@ GOOD = {
         ("check_code", "12345 67890 12345 67890", "12345678901234567890"),
         ("buyer_name", " 深圳市某某科技有限公司 ", "深圳市某某科技有限公司"),
         ("buyer_tax_id", "91350100m000100y43", "91350100M000100Y43"),
-        ("seller_tax_id", "110108123456789", "110108123456789"),
+        ("seller_tax_id", "350100M000100Y4", "350100M000100Y4"),
         ("amount", "¥1,000.00", "1000.00"),
         ("tax", "￥130", "130.00"),
         ("total_in_words", "⊗壹仟壹佰叁拾元整", "1130.00"),
@@ -228,6 +228,11 @@ def test_sum_rule_with_three_terms() -> None:
         ("深圳市ABC123456789012科技有限公司", False),  # a long number is an account or phone
         ("开户行度", False),  # the bank label below the name
         ("春：武汉毅昌电子有限公司", False),  # 称： misread: a colon ends a label
+        ("毅创业酒店管理（福州）有限公", False),  # a line found a character short
+        ("长沙越科餐饮管理有限", False),
+        ("中国建设银行股份有限公司长沙分公", False),
+        ("厦门国际银行股份有限公司", True),
+        ("华东医药合伙企业（有限合伙）", True),
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

@@ -43,11 +43,31 @@ def test_letters_outside_the_uscc_charset() -> None:
 
 
 @pytest.mark.parametrize(
-    "code", ["110108123456789", "ABCDEFGHIJKLMNOPQRST", "44030019800101123X"[:15]]
+    "code",
+    [
+        "350100M000100Y4",  # area code + organisation code (that of 91350100M000100Y43)
+        "512081MA62K0260",
+        "110108800101123",  # area code + an old identity card's YYMMDD and sequence
+        "ABCDEFGHIJKLMNOPQRST",  # 20 characters: no check to make
+    ],
 )
-def test_older_ids_have_no_check_digit(code: str) -> None:
+def test_older_ids_are_checked_where_they_carry_a_check(code: str) -> None:
     assert tax_id_errors(code) == []
     assert not is_valid_uscc(code)
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        ("110108123456789", "organisation code 123456789 fails its check (an id read short?)"),
+        ("91350102515373949Y"[3:], "organisation code"),  # a USCC cut
+        ("12081MA62K0260E", "does not start an old taxpayer id"),  # 91512081MA62K0260E cut
+        ("990100M000100Y4", "does not start an old taxpayer id"),  # no such province
+    ],
+)
+def test_a_15_character_id_that_fails_its_checks_is_flagged(code: str, error: str) -> None:
+    (problem,) = tax_id_errors(code)
+    assert error in problem
 
 
 def test_older_ids_must_be_alphanumeric() -> None:

@@ -46,6 +46,9 @@ def _code_errors(value: str) -> list[str]:
 _LONG_NUMBER = re.compile(r"\d{7,}")
 _FORM_LABELS = ("开户行", "账号", "地址", "电话", "识别号", "名称")
 """Words of the labels printed beside a buyer's or seller's name, never in a company's name."""
+_CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责任|股份有限|[限任份分]公)$")
+"""The end of a name cut inside its legal form (有限公司, 有限责任公司, 股份有限公司, 分公司): no
+company's name ends so; a text line found a character or two short does."""
 
 
 def _name_errors(value: str) -> list[str]:
@@ -53,7 +56,8 @@ def _name_errors(value: str) -> list[str]:
     tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
     glued on (two printed lines read as one); one with no letter at all is not a name; nor is
     one with a run of 7 digits or more (the address-and-phone line), a word of the form's
-    labels (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it."""
+    labels (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that
+    ends inside its legal form (…有限公: a line found short)."""
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
@@ -67,6 +71,9 @@ def _name_errors(value: str) -> list[str]:
         return [f"{value!r} holds the form's label {label!r}, not a name"]
     if ":" in value or "：" in value:
         return [f"{value!r} holds a colon, the end of a label, not a name"]
+    cut = _CUT_LEGAL_FORM.search(value)
+    if cut:
+        return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
     return []
 
 

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 from extractor.fields.charsets import USCC_CHARSET
 
 USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
+ORG_WEIGHTS = (3, 7, 9, 10, 5, 8, 4, 2)
 _OLD_ID = re.compile(r"[0-9A-Z]+")
 _OLD_ID_LENGTHS = (15, 20)
+PROVINCES = frozenset(
+    "11 12 13 14 15 21 22 23 31 32 33 34 35 36 37 41 42 43 44 45 46 50 51 52 53 54 61 62 63 64 "
+    "65 71 81 82".split()
+)
+"""The first two digits of an administrative division code (GB/T 2260): where an old id starts."""
 
 
 def _bad_chars(code: str) -> str | None:
@@ -47,18 +54,53 @@ def is_valid_uscc(code: str) -> bool:
     return uscc_error(code) is None
 
 
+def org_check_char(body8: str) -> str:
+    """Check character of a 9-character organisation code (GB 11714) from its first 8."""
+    total = sum(
+        (int(c) if c.isdigit() else ord(c) - 55) * w
+        for c, w in zip(body8, ORG_WEIGHTS, strict=True)
+    )
+    c = 11 - total % 11
+    return "X" if c == 10 else "0" if c == 11 else str(c)
+
+
+def old_id_error(code: str) -> str | None:
+    """What is wrong with a 15-character taxpayer id, or ``None``: it is the place's division
+    code (6 digits) and the organisation code (GB 11714, its 9th character a check), or an old
+    15-digit identity card number (division code, YYMMDD, 3 digits) for a self-employed
+    person. A USCC read without its first characters rarely passes (1 in 11)."""
+    if not code[:6].isdigit() or code[:2] not in PROVINCES:
+        return f"{code[:6]!r} does not start an old taxpayer id (an area code)"
+    if code.isdigit() and _yymmdd(code[6:12]):
+        return None
+    org = code[6:]
+    if org_check_char(org[:8]) != org[8]:
+        return f"organisation code {org} fails its check (an id read short?)"
+    return None
+
+
+def _yymmdd(text: str) -> bool:
+    try:
+        dt.date(1900 + int(text[:2]), int(text[2:4]), int(text[4:]))
+    except ValueError:
+        return False
+    return True
+
+
 def tax_id_errors(value: str) -> list[str]:
     """Problems with a normalised taxpayer id (empty list: valid).
 
-    18 characters must be a valid USCC; 15 or 20 characters of ``[0-9A-Z]`` are older ids
-    that carry no check character; any other length is an error.
+    18 characters must be a valid USCC; 15 characters an old id (:func:`old_id_error`); 20
+    characters of ``[0-9A-Z]`` an older id that carries no check character (an identity card
+    number and a sequence); any other length is an error.
     """
     if len(value) == 18:
         problem = uscc_error(value)
         return [problem] if problem else []
     if len(value) in _OLD_ID_LENGTHS:
-        if _OLD_ID.fullmatch(value):
-            return []
-        bad = "".join(dict.fromkeys(ch for ch in value if not _OLD_ID.fullmatch(ch)))
-        return [f"a {len(value)}-character taxpayer id holds only 0-9 and A-Z, found {bad!r}"]
+        if not _OLD_ID.fullmatch(value):
+            bad = "".join(dict.fromkeys(ch for ch in value if not _OLD_ID.fullmatch(ch)))
+            return [f"a {len(value)}-character taxpayer id holds only 0-9 and A-Z, found {bad!r}"]
+        problem = old_id_error(value) if len(value) == 15 else None
+        return [problem] if problem else []
     return [f"a taxpayer id is 18 characters (or 15/20 for older ids), got {len(value)}"]
