@@ -11,10 +11,8 @@ USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
 ORG_WEIGHTS = (3, 7, 9, 10, 5, 8, 4, 2)
 _OLD_ID = re.compile(r"[0-9A-Z]+")
 _OLD_ID_LENGTHS = (15, 20)
-PROVINCES = frozenset(
-    "11 12 13 14 15 21 22 23 31 32 33 34 35 36 37 41 42 43 44 45 46 50 51 52 53 54 61 62 63 64 "
-    "65 71 81 82".split()
-)
+_PROVINCE_RUNS = ((11, 15), (21, 23), (31, 37), (41, 46), (50, 54), (61, 65), (71, 71), (81, 82))
+PROVINCES = frozenset(str(n) for low, high in _PROVINCE_RUNS for n in range(low, high + 1))
 """The first two digits of an administrative division code (GB/T 2260): where an old id starts."""
 
 
