@@ -281,8 +281,11 @@ def near_fields(
     specs: list[FieldSpec], template: Template, homography: np.ndarray
 ) -> Callable[[np.ndarray], bool]:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
-    and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`)."""
+    and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
+    line of one character (:data:`ONE_CHARACTER`) only counts inside a field's box: outside,
+    it is no label of two characters or more, nor a value that passes its checks."""
     ppm = template.px_per_mm
+    margin = template.crop_margin_mm
     to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
     windows = [
         (
@@ -293,14 +296,34 @@ def near_fields(
         )
         for s in specs
     ]
+    boxes = [  # as lines_in_box takes a line's centre
+        (s.box.x - margin, s.box.y - margin / 2, s.box.x + s.box.w + margin, s.box.y + s.box.h)
+        for s in specs
+    ]
+    short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
         mm = cv2.perspectiveTransform(quad.reshape(1, -1, 2).astype(np.float64), to_mm)[0]
         (x0, _), (x1, _) = mm.min(axis=0), mm.max(axis=0)
-        cy = float(mm[:, 1].mean())
+        cx, cy = mm.mean(axis=0)
+        if not short_labels and _one_character(mm):
+            return any(
+                left <= cx <= right and top <= cy <= bottom + margin / 2
+                for left, top, right, bottom in boxes
+            )
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
             for left, top, right, bottom in windows
         )
 
     return near
+
+
+ONE_CHARACTER = 1.5
+"""A line no wider than this many times its height holds one character (and maybe a colon)."""
+
+
+def _one_character(quad: np.ndarray) -> bool:
+    along = (np.linalg.norm(quad[1] - quad[0]) + np.linalg.norm(quad[2] - quad[3])) / 2
+    across = (np.linalg.norm(quad[3] - quad[0]) + np.linalg.norm(quad[2] - quad[1])) / 2
+    return bool(along <= ONE_CHARACTER * across)

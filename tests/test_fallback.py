@@ -128,7 +128,8 @@ def test_the_reference_forms_labels_are_read_once_and_kept_on_disk(
 
 def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
     """Of the lines detected in a doubtful field's row, those reaching into the part of the row
-    around it (LEFT_MM before its box for its label, RIGHT_MM after) are read, whole."""
+    around it (LEFT_MM before its box for its label, RIGHT_MM after) are read, whole; a line of
+    one character only in the box."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
     words = template.field("total_in_words")  # box x 54-160 mm, y 92-99 mm
@@ -144,3 +145,5 @@ def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
     assert not near(line(200, 228, 95.5))  # the same row past RIGHT_MM: the total's box
     assert not near(line(60, 100, 60.0))  # the goods table, another row
     assert near(line(60, 100, 92 - ROW_MM + 1))  # within ROW_MM above
+    assert not near(line(40, 44, 95.5))  # one character before the box: no label, no value
+    assert near(line(60, 64, 95.5))  # one character in the box: maybe a piece of the value
