@@ -24,7 +24,7 @@ import cv2
 import numpy as np
 
 from extractor.fields import check_value
-from extractor.fullpage import TextLine, View
+from extractor.fullpage import TextLine, View, mapped
 from extractor.templates import FieldSpec, Template
 
 MIN_LABEL_MATCHES = 4
@@ -303,7 +303,7 @@ def near_fields(
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
-        mm = cv2.perspectiveTransform(quad.reshape(1, -1, 2).astype(np.float64), to_mm)[0]
+        mm = mapped(quad, to_mm)
         (x0, _), (x1, _) = mm.min(axis=0), mm.max(axis=0)
         cx, cy = mm.mean(axis=0)
         if not short_labels and _one_character(mm):

@@ -10,7 +10,7 @@ out per model; one engine builder for three models is less to get wrong).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from typing import Any, Literal
 
@@ -47,6 +47,13 @@ class TextLine:
         )
 
 
+def mapped(quad: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """A quad's corners (N x 2) through a homography (template mm -> page px for the text
+    layer, page px -> reference px for a line full-page OCR found, view px -> page px)."""
+    points = quad.reshape(-1, 1, 2).astype(np.float64)
+    return cv2.perspectiveTransform(points, matrix).reshape(-1, 2)
+
+
 @dataclass(frozen=True, slots=True)
 class View:
     """A part of a page read as an image of its own: ``matrix`` (3x3) takes page px to the
@@ -55,6 +62,11 @@ class View:
 
     matrix: np.ndarray
     size: tuple[int, int]
+    back: np.ndarray = field(init=False, repr=False)
+    """The view's px -> page px (the inverse, made once: every line found is taken back)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "back", np.linalg.inv(self.matrix))
 
     def of(self, image: np.ndarray) -> np.ndarray:
         """The view's pixels (white where it reaches past the page)."""
@@ -64,9 +76,7 @@ class View:
 
     def to_page(self, quad: np.ndarray) -> np.ndarray:
         """An outline (N x 2, view px) in the page's px."""
-        back = np.linalg.inv(self.matrix)
-        points = quad.reshape(1, -1, 2).astype(np.float64)
-        return cv2.perspectiveTransform(points, back)[0].astype(np.float32)
+        return mapped(quad, self.back).astype(np.float32)
 
 
 DET_MAX_SIDE = 1600

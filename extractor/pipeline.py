@@ -48,7 +48,7 @@ from extractor.fields import (
     unconfirmed,
     value_start,
 )
-from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr
+from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
 from extractor.qr import qr_values, read_qr
@@ -341,7 +341,7 @@ class Extractor:
             inside = words_in_box(words, spec, MARGIN_MM, labels)
             text = join_words(inside, spec.label)
             field = self._field(spec, Recognition(text, 1.0 if text else 0.0), None)
-            field.box = _bounds(_mapped(_words_quad(inside), to_page)) if inside else None
+            field.box = _bounds(mapped(_words_quad(inside), to_page)) if inside else None
             field.source = "text_layer"
             fields[spec.name] = field
             if field.valid:
@@ -377,7 +377,7 @@ class Extractor:
             if found is None:
                 continue
             text, _, quad = found
-            field = self._field(spec, Recognition(text, 1.0), _mapped(quad, to_page))
+            field = self._field(spec, Recognition(text, 1.0), mapped(quad, to_page))
             if field.valid:
                 field.source = "text_layer"
                 field.note = "read beside its label: the text is not in the template's box"
@@ -491,7 +491,7 @@ class Extractor:
         read, doubts = Recognition(text, score), []
         if spec.kind in (FieldKind.name, FieldKind.code) and page is not None:
             image, homography, template = page
-            outline = _mapped(quad, np.linalg.inv(homography))  # reference px
+            outline = mapped(quad, np.linalg.inv(homography))  # reference px
             again = self._read_line_again(image, homography, template, outline)
             read, disagreement = _within(text, score, again)
             doubts = [disagreement] if disagreement is not None else []
@@ -602,13 +602,6 @@ def _words_quad(words: list[Word]) -> np.ndarray:
     x0, y0 = min(w.x0 for w in words), min(w.y0 for w in words)
     x1, y1 = max(w.x1 for w in words), max(w.y1 for w in words)
     return np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32)
-
-
-def _mapped(quad: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """A quad's corners through a homography (template mm -> page px for the text layer, page
-    px -> reference px for a line full-page OCR found)."""
-    points = quad.reshape(-1, 1, 2).astype(np.float64)
-    return cv2.perspectiveTransform(points, matrix).reshape(-1, 2)
 
 
 def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, str | None]:
