@@ -153,10 +153,8 @@ def lines_in_box(
     the row nearest the box's middle, left to right, its confidently read pieces only (a seal's
     text is read with little confidence), any printed label in front of the value stripped."""
     ppm = template.px_per_mm
-    margin = template.crop_margin_mm
     box = spec.box
-    x0, y0 = (box.x - margin) * ppm, (box.y - margin / 2) * ppm
-    x1, y1 = (box.x + box.w + margin) * ppm, (box.y + box.h + margin / 2) * ppm
+    x0, y0, x1, y1 = (v * ppm for v in _box_reach(spec, template))
     middle = (box.y + box.h / 2) * ppm
     inverse = np.linalg.inv(homography)
     found = []
@@ -175,6 +173,13 @@ def lines_in_box(
     score = float(np.mean([line.score for _, _, line in found]))
     quad = np.vstack([line.quad for _, _, line in found])
     return text, score, quad
+
+
+def _box_reach(spec: FieldSpec, template: Template) -> tuple[float, float, float, float]:
+    """Where a line's centre counts as inside a field's box (x0, y0, x1, y1, mm): the box with
+    the crop margin on either side and half of it above and below."""
+    box, margin = spec.box, template.crop_margin_mm
+    return box.x - margin, box.y - margin / 2, box.x + box.w + margin, box.y + box.h + margin / 2
 
 
 def _strip_label(text: str, label: str | None) -> str:
@@ -285,7 +290,6 @@ def near_fields(
     line of one character (:data:`ONE_CHARACTER`) only counts inside a field's box: outside,
     it is no label of two characters or more, nor a value that passes its checks."""
     ppm = template.px_per_mm
-    margin = template.crop_margin_mm
     to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
     windows = [
         (
@@ -296,10 +300,7 @@ def near_fields(
         )
         for s in specs
     ]
-    boxes = [  # as lines_in_box takes a line's centre
-        (s.box.x - margin, s.box.y - margin / 2, s.box.x + s.box.w + margin, s.box.y + s.box.h)
-        for s in specs
-    ]
+    boxes = [_box_reach(s, template) for s in specs]  # as lines_in_box takes a line's centre
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
@@ -308,8 +309,7 @@ def near_fields(
         cx, cy = mm.mean(axis=0)
         if not short_labels and _one_character(mm):
             return any(
-                left <= cx <= right and top <= cy <= bottom + margin / 2
-                for left, top, right, bottom in boxes
+                left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in boxes
             )
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
