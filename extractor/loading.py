@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -21,6 +22,10 @@ from extractor.errors import (
     TooLargeInputError,
     UnsupportedInputError,
 )
+from extractor.pdf_scans import embedded_scan
+
+if TYPE_CHECKING:
+    import pymupdf
 
 DEFAULT_DPI = 200
 MAX_PAGES = 200
@@ -74,7 +79,8 @@ class Page:
     ) -> None:
         self.index = index
         self.dpi = dpi
-        """Pixels per inch when the source says (PDF rendering); None for images."""
+        """Pixels per inch when the source says (a PDF page rendered, or the scan it embeds at
+        its own resolution); None for images."""
         self.size_mm = size_mm
         """The page's printed size (PDF pages)."""
         self.words = words
@@ -368,8 +374,24 @@ def _pdf_pages(
                 raise CorruptInputError(f"PDF page {index + 1} cannot be read: {exc}") from exc
             size_mm = (rect.width * MM_PER_PT, rect.height * MM_PER_PT)
             words = _text_layer(page)
-            image = _render_later(data, index, zoom) if words else _render(page, index, zoom)
-            yield Page(index, image, float(dpi), size_mm, words)
+            if words:
+                yield Page(index, _render_later(data, index, zoom), float(dpi), size_mm, words)
+                continue
+            scan = _embedded_scan(doc, page, dpi, max_pixels)
+            if scan is None:
+                scan = _render(page, index, zoom), float(dpi)
+            yield Page(index, scan[0], scan[1], size_mm, None)
+
+
+def _embedded_scan(
+    doc: pymupdf.Document, page: pymupdf.Page, dpi: int, max_pixels: int
+) -> tuple[np.ndarray, float] | None:
+    """:func:`~extractor.pdf_scans.embedded_scan`, or None (the page is rendered) when the PDF
+    holds it in a way PyMuPDF or the decoder cannot follow."""
+    try:
+        return embedded_scan(doc, page, dpi, max_pixels)
+    except Exception:  # pymupdf raises its own errors and RuntimeErrors; rendering says why
+        return None
 
 
 def _render(page: object, index: int, zoom: float) -> np.ndarray:
