@@ -174,7 +174,12 @@ def _measure_fixed(
         _log("component micro-benchmarks (recognition, registration, decoding)")
         all_docs = [str(p) for p in _docs(fixtures, levels, None)]
         results["components"] = _in_fresh_process(
-            tasks.components_task, {"docs": all_docs, "models": models}
+            tasks.components_task,
+            {
+                "docs": all_docs,
+                "models": models,
+                "pdfs": [str(p) for p in fixtures.glob("**/*.pdf")],
+            },
         )
     return models
 
@@ -495,6 +500,16 @@ def render(results: dict[str, Any], out: Path) -> None:
             + ", ".join(f"{r['key']} {r['cpu_ms']:.1f}" for r in comp["decode"])
             + "."
         )
+        scans = comp.get("pdf_scans")
+        if scans and scans["pages"]:
+            add("")
+            add(
+                f"Loading a scanned PDF page ({scans['pages']} pages of the fixtures' PDFs "
+                f"without a text layer, CPU ms): the embedded scan as shipped "
+                f"**{scans['embedded']:.1f}**, the page rendered at the loader's dpi "
+                f"{scans['rendered']:.1f} (before 2026-12-01), "
+                f"{scans['rendered'] / scans['embedded']:.1f}x."
+            )
     digital = results.get("digital")
     if digital:
         text, ocr = digital["paths"]["text_layer"], digital["paths"]["ocr"]

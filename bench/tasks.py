@@ -457,6 +457,7 @@ def components_task(spec: dict[str, Any]) -> dict[str, Any]:
     out["recognition"] = rec
     out["registration"] = _registration_variants(pages, template)
     out["decode"] = _decode_variants(docs)
+    out["pdf_scans"] = _pdf_scan_variants(sorted(Path(p) for p in spec.get("pdfs", [])))
     out["load"].append(load())
     return out
 
@@ -526,3 +527,36 @@ def _decode_variants(docs: list[Path]) -> list[dict[str, Any]]:
             {"key": key, "cpu_ms": (time.process_time() - cpu0) * 1000 / len(blobs), "load": load()}
         )
     return rows
+
+
+def _pdf_scan_variants(pdfs: list[Path], rounds: int = 3) -> dict[str, Any]:
+    """The fixtures' scanned PDF pages (those without a text layer) loaded as shipped (the
+    embedded scan, :mod:`extractor.pdf_scans`) and rendered at the loader's dpi (before)."""
+    import pymupdf
+
+    from extractor import loading
+
+    scans = [
+        (data, page.number)
+        for data in (path.read_bytes() for path in pdfs)
+        for page in pymupdf.open(stream=data, filetype="pdf")
+        if not page.get_text("words")
+    ]
+    zoom = loading.DEFAULT_DPI / 72
+
+    def shipped(data: bytes, index: int) -> None:
+        for page in loading.iter_pages(data, pages={index}):
+            page.image  # noqa: B018 (decoded here)
+
+    def rendered(data: bytes, index: int) -> None:
+        with pymupdf.open(stream=data, filetype="pdf") as doc:
+            loading._render(doc[index], index, zoom)
+
+    out: dict[str, Any] = {"pages": len(scans), "load": load()}
+    for key, load_page in (("embedded", shipped), ("rendered", rendered)):
+        cpu0 = time.process_time()
+        for _ in range(rounds):
+            for data, index in scans:
+                load_page(data, index)
+        out[key] = (time.process_time() - cpu0) * 1000 / (rounds * len(scans))
+    return out
