@@ -231,6 +231,10 @@ def test_sum_rule_with_three_terms() -> None:
         ("毅创业酒店管理（福州）有限公", False),  # a line found a character short
         ("长沙越科餐饮管理有限", False),
         ("中国建设银行股份有限公司长沙分公", False),
+        ("重庆海新东联医药股", False),
+        ("重庆海新东联医药股份", False),
+        ("福州鼎晟餐饮管理有限责", False),
+        ("重庆海新控股集团", True),
         ("厦门国际银行股份有限公司", True),
         ("华东医药合伙企业（有限合伙）", True),
     ],

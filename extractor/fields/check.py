@@ -46,9 +46,10 @@ def _code_errors(value: str) -> list[str]:
 _LONG_NUMBER = re.compile(r"\d{7,}")
 _FORM_LABELS = ("开户行", "账号", "地址", "电话", "识别号", "名称")
 """Words of the labels printed beside a buyer's or seller's name, never in a company's name."""
-_CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责任|股份有限|[限任份分]公)$")
+_CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责|有限责任|股|股份|股份有|[限任份分]公)$")
 """The end of a name cut inside its legal form (有限公司, 有限责任公司, 股份有限公司, 分公司): no
-company's name ends so; a text line found a character or two short does."""
+company's name ends so (a holding's full name goes on: …控股有限公司, …控股集团); a text line
+found a few characters short does (…医药股 for …医药股份有限公司)."""
 
 
 def _name_errors(value: str) -> list[str]:
