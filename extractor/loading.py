@@ -22,7 +22,7 @@ from extractor.errors import (
     TooLargeInputError,
     UnsupportedInputError,
 )
-from extractor.pdf_scans import embedded_scan
+from extractor.pdf_scans import embedded_scan, is_scan
 
 if TYPE_CHECKING:
     import pymupdf
@@ -313,7 +313,8 @@ def _tiff_pages(
 
 def _text_layer(page: object) -> list[Word] | None:
     """The page's words in mm as the page is shown (and rendered: a page with /Rotate turns
-    its words with it), or None when it has no usable text layer (a scanned PDF)."""
+    its words with it), or None when it has no usable text layer (a scanned PDF; a scan's
+    invisible OCR layer is never asked for, :func:`~extractor.pdf_scans.is_scan`)."""
     import pymupdf
 
     try:
@@ -373,14 +374,22 @@ def _pdf_pages(
             except Exception as exc:
                 raise CorruptInputError(f"PDF page {index + 1} cannot be read: {exc}") from exc
             size_mm = (rect.width * MM_PER_PT, rect.height * MM_PER_PT)
-            words = _text_layer(page)
+            scan = _is_scan(page)
+            words = None if scan else _text_layer(page)
             if words:
                 yield Page(index, _render_later(data, index, zoom), float(dpi), size_mm, words)
                 continue
-            scan = _embedded_scan(doc, page, dpi, max_pixels)
-            if scan is None:
-                scan = _render(page, index, zoom), float(dpi)
-            yield Page(index, scan[0], scan[1], size_mm, None)
+            embedded = _embedded_scan(doc, page, dpi, max_pixels) if scan else None
+            image, image_dpi = embedded or (_render(page, index, zoom), float(dpi))
+            yield Page(index, image, image_dpi, size_mm, None)
+
+
+def _is_scan(page: pymupdf.Page) -> bool:
+    """:func:`~extractor.pdf_scans.is_scan`; False when PyMuPDF cannot list the page's drawing."""
+    try:
+        return is_scan(page)
+    except Exception:  # pymupdf raises its own errors and RuntimeErrors
+        return False
 
 
 def _embedded_scan(

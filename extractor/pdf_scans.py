@@ -1,6 +1,8 @@
 """The scan inside an image-only PDF page, taken as it is instead of rendering the page.
 
-A scanner's PDF page draws one image and nothing else. Rendering it at the loader's dpi decodes
+A scanner's PDF page draws one image and nothing else, or nothing else but invisible text: a
+searchable scan's OCR layer, another program's guess at the image, which the loader does not
+take for the page's text (:func:`is_scan`). Rendering it at the loader's dpi decodes
 that image and resamples it; reading the embedded image decodes it alone (33 against 103 CPU ms
 per page over 96 scanned PDF pages at 150-300 dpi, docs/benchmarks.md) and hands the pipeline
 the scanner's own pixels, so a scan reads the same whether it comes as a JPEG or inside a PDF.
@@ -31,6 +33,12 @@ _REDUCED = {
 _PLAIN_SPACES = ("DeviceGray", "DeviceRGB", "ICCBased(Gray", "ICCBased(RGB")
 
 
+def is_scan(page: pymupdf.Page) -> bool:
+    """Whether ``page`` draws one image and, besides, at most invisible text (an OCR layer)."""
+    drawn = [kind for kind, _ in page.get_bboxlog()]
+    return drawn.count("fill-image") == 1 and set(drawn) <= {"fill-image", "ignore-text"}
+
+
 def embedded_scan(
     doc: pymupdf.Document, page: pymupdf.Page, dpi: float, max_pixels: int
 ) -> tuple[np.ndarray, float] | None:
@@ -38,8 +46,7 @@ def embedded_scan(
     its own resolution (or reduced towards ``dpi``, the loader's); None when the page must be
     rendered, also when the image would decode to more than ``max_pixels`` (rendering checks
     the page's own size)."""
-    drawn = page.get_bboxlog()
-    if len(drawn) != 1 or drawn[0][0] != "fill-image" or page.first_annot is not None:
+    if not is_scan(page) or page.first_annot is not None:
         return None
     listed = page.get_images(full=True)
     infos = page.get_image_info()  # without xrefs: with them it decodes the image

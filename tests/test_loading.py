@@ -213,3 +213,23 @@ def test_a_scan_with_anything_drawn_over_it_is_rendered(monkeypatch: pytest.Monk
         (page,) = iter_pages(data, dpi=100)
         assert page.image.shape == (300, 480, 3) and page.dpi == 100
     assert rendered == [0, 0, 0]
+
+
+def test_a_searchable_scans_ocr_layer_is_not_taken_for_its_text(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Invisible text over a scan is another program's guess at the image: the page is read as
+    the scan. Invisible text over vector drawings (glyphs drawn as paths) is the page's text."""
+    guess = "发票号码 12345678 名称 深圳市某某科技有限公司 金额 100.00"
+    searchable = pymupdf.open(stream=_scan_pdf(_scan_image()), filetype="pdf")
+    searchable[0].insert_text((20, 40), guess, render_mode=3, fontname="china-s")
+    outlined = pymupdf.open()
+    page = outlined.new_page(width=345, height=216)
+    page.draw_rect(pymupdf.Rect(10, 10, 300, 200), color=(0, 0, 0), width=1)
+    page.insert_text((20, 40), guess, render_mode=3, fontname="china-s")
+    rendered = _no_render(monkeypatch)
+    (scan,) = iter_pages(searchable.tobytes(), dpi=100)
+    assert scan.words is None and rendered == []  # the embedded scan, no text layer
+    assert _difference(scan.image, _rendered(searchable.tobytes(), 100)) < 3
+    (drawn,) = iter_pages(outlined.tobytes(), dpi=100)
+    assert drawn.words is not None and "12345678" in [w.text for w in drawn.words]
