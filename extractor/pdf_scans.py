@@ -6,9 +6,9 @@ take for the page's text (:func:`is_scan`). Rendering it at the loader's dpi dec
 that image and resamples it; reading the embedded image decodes it alone (33 against 103 CPU ms
 per page over 96 scanned PDF pages at 150-300 dpi, docs/benchmarks.md) and hands the pipeline
 the scanner's own pixels, so a scan reads the same whether it comes as a JPEG or inside a PDF.
-Only a page whose one drawing is one plain image is read this way, turned and mirrored as the
-page shows it; anything else (text, vector drawings, annotations, masks, a /Decode array, CMYK,
-pixels that are not square) is rendered as before.
+Only a page whose one drawing is one plain image over the whole page is read this way, turned
+and mirrored as the page shows it; anything else (text, vector drawings, annotations, masks, a
+/Decode array, CMYK, pixels that are not square) is rendered as before.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ def embedded_scan(
     import pymupdf  # at run time: imported only when a PDF is read
 
     shown = pymupdf.Rect(info["bbox"]) * page.rotation_matrix
-    if min(shown.width, shown.height) <= 0:
-        return None
+    if not _covers(shown, page.rect):
+        return None  # the page (its size, its margins) is what the pipeline is handed
     wanted = 0.99 * min(shown.width, shown.height) * dpi / 72  # px across, at the loader's dpi
     jpeg = meta["ext"] in ("jpeg", "jpg")
     reduce = next(
@@ -81,6 +81,12 @@ def embedded_scan(
     if abs(ppi_x - ppi_y) > 0.02 * ppi_y:
         return None  # pixels not square (a fax's 204 x 98 dpi): rendering makes them square
     return image, ppi_x
+
+
+def _covers(image: pymupdf.Rect, page: pymupdf.Rect, slack: float = 0.01) -> bool:
+    """Whether the image lies over the whole page, to ``slack`` of the page's size."""
+    tolerance = slack * max(page.width, page.height)
+    return all(abs(a - b) <= tolerance for a, b in zip(image, page, strict=True))
 
 
 def _decode(

@@ -208,11 +208,16 @@ def test_a_scan_with_anything_drawn_over_it_is_rendered(monkeypatch: pytest.Monk
         stream=cv2.imencode(".jpg", fax)[1].tobytes(),
         keep_proportion=False,
     )
+    framed = pymupdf.open()  # a scan in the middle of a larger page
+    framed.new_page(width=480 / 100 * 72, height=300 / 100 * 72).insert_image(
+        pymupdf.Rect(36, 36, 480 / 100 * 72 - 36, 300 / 100 * 72 - 36),
+        stream=cv2.imencode(".jpg", _scan_image())[1].tobytes(),
+    )
     rendered = _no_render(monkeypatch)
-    for data in (doc.tobytes(), annotated.tobytes(), stretched.tobytes()):
+    for data in (doc.tobytes(), annotated.tobytes(), stretched.tobytes(), framed.tobytes()):
         (page,) = iter_pages(data, dpi=100)
         assert page.image.shape == (300, 480, 3) and page.dpi == 100
-    assert rendered == [0, 0, 0]
+    assert rendered == [0, 0, 0, 0]
 
 
 def test_a_searchable_scans_ocr_layer_is_not_taken_for_its_text(
