@@ -1,14 +1,14 @@
 """The scan inside an image-only PDF page, taken as it is instead of rendering the page.
 
-A scanner's PDF page draws one image and nothing else, or nothing else but invisible text: a
-searchable scan's OCR layer, another program's guess at the image, which the loader does not
-take for the page's text (:func:`is_scan`). Rendering it at the loader's dpi decodes
-that image and resamples it; reading the embedded image decodes it alone (33 against 103 CPU ms
+A scanner's PDF page draws one image and nothing else, or nothing else but invisible text (a
+searchable scan's OCR layer: another program's guess at the image, which the loader does not
+take for the page's text, :func:`is_scan`). Rendering such a page at the loader's dpi decodes
+the image and resamples it; reading the embedded image only decodes it (33 against 103 CPU ms
 per page over 96 scanned PDF pages at 150-300 dpi, docs/benchmarks.md) and hands the pipeline
 the scanner's own pixels, so a scan reads the same whether it comes as a JPEG or inside a PDF.
-Only a page whose one drawing is one plain image over the whole page is read this way, turned
-and mirrored as the page shows it; anything else (text, vector drawings, annotations, masks, a
-/Decode array, CMYK, pixels that are not square) is rendered as before.
+Only a plain image lying over the whole page is read this way, turned and mirrored as the page
+shows it; anything else (vector drawings, visible text, annotations, masks, a /Decode array,
+CMYK, pixels that are not square, an image framed in a larger page) is rendered as before.
 """
 
 from __future__ import annotations
@@ -114,11 +114,11 @@ def _orientation(
     matrix that onto the page as shown."""
     a, b, c, d = transform[:4]
     r = np.array(list(rotation)[:4], dtype=float).reshape(2, 2)
-    along_u = np.array([a, b]) @ r  # where the image's columns run on the shown page
-    along_v = np.array([c, d]) @ r  # where its rows run
+    along_u = np.array([a, b]) @ r  # the way an image row runs on the shown page (u: column)
+    along_v = np.array([c, d]) @ r  # the way an image column runs (v: row)
     if _axis(along_u) is None or _axis(along_v) is None or _axis(along_u) == _axis(along_v):
         return None
-    transposed = _axis(along_u) == 1  # columns running down the page
+    transposed = _axis(along_u) == 1  # the image's rows run down the page
     flip_x = (along_v if transposed else along_u)[0] < 0
     flip_y = (along_u if transposed else along_v)[1] < 0
 
