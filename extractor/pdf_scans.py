@@ -14,7 +14,7 @@ CMYK, pixels that are not square, an image framed in a larger page) is rendered 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import cv2
 import numpy as np
@@ -30,7 +30,7 @@ _REDUCED = {
     4: cv2.IMREAD_REDUCED_COLOR_4,
     8: cv2.IMREAD_REDUCED_COLOR_8,
 }
-_PLAIN_SPACES = ("DeviceGray", "DeviceRGB", "ICCBased(Gray", "ICCBased(RGB")
+_PLAIN_SPACES = ("DeviceGray", "DeviceRGB", "ICCBased")  # ICC: grey or colour, checked decoded
 
 
 def is_scan(page: pymupdf.Page) -> bool:
@@ -48,32 +48,29 @@ def embedded_scan(
     the page's own size)."""
     if not is_scan(page) or page.first_annot is not None:
         return None
-    listed = page.get_images(full=True)
-    infos = page.get_image_info()  # without xrefs: with them it decodes the image
-    if len(listed) != 1 or len(infos) != 1 or listed[0][1]:  # one image, without a soft mask
+    listed = page.get_images(full=True)  # what the PDF says of the image, nothing decoded
+    infos = page.get_image_info()  # where it is drawn (with xrefs it would decode the image)
+    if len(listed) != 1 or len(infos) != 1:
         return None
-    info, xref = infos[0], listed[0][0]
-    turn = _orientation(np.array(info["transform"]), page.rotation_matrix)
+    xref, soft_mask, width, height, bits, space, _, _, codec = listed[0][:9]
+    if soft_mask or bits != 8 or space not in _PLAIN_SPACES:
+        return None
+    turn = _orientation(np.array(infos[0]["transform"]), page.rotation_matrix)
     if turn is None or any(
         doc.xref_get_key(xref, key)[0] != "null" for key in ("Decode", "SMask", "Mask", "ImageMask")
     ):
         return None
-    meta = doc.extract_image(xref)
-    if not meta or meta.get("bpc") != 8 or not meta.get("cs-name", "").startswith(_PLAIN_SPACES):
-        return None
     import pymupdf  # at run time: imported only when a PDF is read
 
-    shown = pymupdf.Rect(info["bbox"]) * page.rotation_matrix
+    shown = pymupdf.Rect(infos[0]["bbox"]) * page.rotation_matrix
     if not _covers(shown, page.rect):
         return None  # the page (its size, its margins) is what the pipeline is handed
+    jpeg = codec == "DCTDecode"
     wanted = 0.99 * min(shown.width, shown.height) * dpi / 72  # px across, at the loader's dpi
-    jpeg = meta["ext"] in ("jpeg", "jpg")
-    reduce = next(
-        (r for r in REDUCTIONS if jpeg and min(meta["width"], meta["height"]) / r >= wanted), 1
-    )
-    if (meta["width"] / reduce) * (meta["height"] / reduce) > max_pixels:
-        return None
-    image = _decode(doc, xref, meta, reduce)
+    reduce = next((r for r in REDUCTIONS if jpeg and min(width, height) / r >= wanted), 1)
+    if (width / reduce) * (height / reduce) > max_pixels:
+        return None  # checked before anything is decoded
+    image = _decoded_jpeg(doc, xref, reduce) if jpeg else _decoded(doc, xref)
     if image is None:
         return None
     image = turn(image)
@@ -89,13 +86,20 @@ def _covers(image: pymupdf.Rect, page: pymupdf.Rect, slack: float = 0.01) -> boo
     return all(abs(a - b) <= tolerance for a, b in zip(image, page, strict=True))
 
 
-def _decode(
-    doc: pymupdf.Document, xref: int, meta: dict[str, Any], reduce: int
-) -> np.ndarray | None:
-    if meta["ext"] in ("jpeg", "jpg"):
-        flags = _REDUCED.get(reduce, cv2.IMREAD_COLOR) | cv2.IMREAD_IGNORE_ORIENTATION
-        image = cv2.imdecode(np.frombuffer(meta["image"], np.uint8), flags)
-        return image if image is not None and image.size else None
+def _decoded_jpeg(doc: pymupdf.Document, xref: int, reduce: int) -> np.ndarray | None:
+    """A DCT image's own JPEG stream, decoded (1/``reduce`` of its size), if it is grey or
+    colour (not CMYK: PDFs often store Adobe's inverted CMYK, which decoders read as a negative).
+    Its EXIF orientation, if any, is not the PDF's: the page's drawing turns it."""
+    meta = doc.extract_image(xref)  # for DCT: the stream as it is, not decoded
+    if not meta or meta.get("ext") not in ("jpeg", "jpg") or meta.get("colorspace") not in (1, 3):
+        return None
+    flags = _REDUCED.get(reduce, cv2.IMREAD_COLOR) | cv2.IMREAD_IGNORE_ORIENTATION
+    image = cv2.imdecode(np.frombuffer(meta["image"], np.uint8), flags)
+    return image if image is not None and image.size else None
+
+
+def _decoded(doc: pymupdf.Document, xref: int) -> np.ndarray | None:
+    """Any other 8-bit grey or colour image (Flate, JPEG 2000...), decoded by MuPDF."""
     import pymupdf
 
     pix = pymupdf.Pixmap(doc, xref)

@@ -238,3 +238,23 @@ def test_a_searchable_scans_ocr_layer_is_not_taken_for_its_text(
     assert _difference(scan.image, _rendered(searchable.tobytes(), 100)) < 3
     (drawn,) = iter_pages(outlined.tobytes(), dpi=100)
     assert drawn.words is not None and "12345678" in [w.text for w in drawn.words]
+
+
+def test_a_scan_over_the_pixel_limit_is_not_decoded_from_the_pdf(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    big = np.full((3000, 3000, 3), 230, np.uint8)  # a Flate image: tiny in the file
+    doc = pymupdf.open()
+    doc.new_page(width=200, height=200).insert_image(
+        pymupdf.Rect(0, 0, 200, 200), stream=cv2.imencode(".png", big)[1].tobytes()
+    )
+    import extractor.pdf_scans as pdf_scans
+
+    decoded: list[int] = []
+    real = pdf_scans._decoded
+    monkeypatch.setattr(pdf_scans, "_decoded", lambda *a: decoded.append(a[1]) or real(*a))
+    (page,) = iter_pages(doc.tobytes(), dpi=100, max_pixels=1_000_000)
+    assert decoded == []  # 9 MP over the limit: the page is rendered at 100 dpi instead
+    assert page.image.shape == (278, 278, 3) and page.dpi == 100
+    (full,) = iter_pages(doc.tobytes(), dpi=100)
+    assert len(decoded) == 1 and full.image.shape == (3000, 3000, 3)  # under it: the scan
