@@ -249,11 +249,14 @@ def separate_ink(
     """
     clean = crop[..., 2].copy()
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
-    hue, sat, val = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    green = (sat > 60) & (val > 60) & (hue > 35) & (hue < 90)
-    # pure red/brown ink; where black print covers it the red channel stays dark and is kept
-    reddish = (sat > 70) & ((hue < 25) | (hue > 150)) & (clean > 170)
-    clean[green | reddish] = 255
+    sat = hsv[..., 1]
+    green = cv2.inRange(hsv, (36, 61, 61), (89, 255, 255))  # hue 36-89, saturated and light
+    # pure red/brown ink (hue < 25 or > 150, saturated); where black print covers it the red
+    # channel stays dark and is kept
+    reddish = cv2.inRange(hsv, (0, 71, 0), (24, 255, 255))
+    reddish |= cv2.inRange(hsv, (151, 71, 0), (255, 255, 255))
+    reddish &= cv2.inRange(clean, 171, 255)
+    clean[(green | reddish) > 0] = 255
     threshold, _ = cv2.threshold(clean, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     ink = (clean < threshold).astype(np.uint8) * 255
     clean[clean > threshold + PAPER_MARGIN] = WHITE  # faint seal remnants, stains, paper grain
