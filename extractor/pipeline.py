@@ -754,10 +754,8 @@ def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, Fiel
     with such slips (:func:`_readings`; to the cent, or with one character of one doubtful
     reading off, as in :func:`_slip`), it is taken; each changed field says so."""
     names = rule_fields(rule)
-    if any(template.field(n).kind is not FieldKind.amount or n not in fields for n in names):
-        return
-    options = [list(_readings(fields[n], template.field(n)).items()) for n in names]
-    if not all(options):
+    options = _slip_options(rule, template, fields)
+    if options is None:
         return
     # every way, the readings as they are too: dropping the same leading digit from a term and
     # the total keeps a sum that holds (44758.00 + 2685.48 = 47443.48 and 4758.00 + ... =
@@ -790,6 +788,36 @@ def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, Fiel
         # the rule holds with the value, which settles the reading's doubt (as confirmation does)
         field.value, field.errors, field.valid = values[name], [], True
         field.note = f"{slip} from {_describe(rule)}"
+
+
+def _slip_options(
+    rule: SumRule, template: Template, fields: dict[str, FieldResult]
+) -> list[list[tuple[str, str]]] | None:
+    """For each field of a sum rule of amounts, the values its reading may stand for, with the
+    slip behind each (:func:`_readings`), or None when the rule is not of read amounts."""
+    names = rule_fields(rule)
+    if any(template.field(n).kind is not FieldKind.amount or n not in fields for n in names):
+        return None
+    options = [list(_readings(fields[n], template.field(n)).items()) for n in names]
+    return options if all(options) else None
+
+
+def _another_way(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> str | None:
+    """A sum rule that holds as read, holding too with slips in the readings ('472.67 + 6.54 =
+    479.21' and, the ¥ read as the 4 of both, '72.67 + 6.54 = 79.21'): that way, written out,
+    or None when the readings as they are are the only way it holds."""
+    options = _slip_options(rule, template, fields)
+    if options is None:
+        return None
+    names = rule_fields(rule)
+    for combo in product(*options):
+        if all(slip == "" for _, slip in combo):
+            continue
+        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
+        if implied_values(rule, values).get(rule.equals) == values[rule.equals]:
+            terms = " + ".join(values[name] for name in rule.terms)
+            return f"{terms} = {values[rule.equals]}"
+    return None
 
 
 _YEN_AS_DIGIT = "the ¥ read as a digit"
@@ -924,14 +952,20 @@ def _require_confirmation(
 
     A field flagged only for doubt (a weak character, low confidence) whose rule holds with its
     value (``amount + tax = total`` to the cent, or the total in words stating the total) is
-    confirmed: two readings do not agree by chance. A field that only a rule could vouch for
-    (any number passes as an amount) is flagged when none of its rules could be checked, unless
-    the QR code states the same value (``stated``: the values it states)."""
+    confirmed: two readings do not agree by chance. Unless the sum holds another way too, with
+    slips in the readings (the ¥ read as the same leading digit of a term and the total): then
+    the rule cannot tell which, and the field stays flagged. A field that only a rule could
+    vouch for (any number passes as an amount) is flagged when none of its rules could be
+    checked, unless the QR code states the same value (``stated``: the values it states)."""
     values = {name: f.value for name, f in fields.items()}
     for rule in holding_rules(template, values):
+        other = _another_way(rule, template, fields) if isinstance(rule, SumRule) else None
         for name in rule_fields(rule):
             field = fields[name]
             if not field.valid and _only_doubt(field):
+                if other is not None:  # the sum cannot tell the two apart
+                    field.errors.append(f"{_describe(rule)} holds read otherwise too: {other}")
+                    continue
                 field.errors, field.valid = [], True
                 confirmed = f"confirmed by {_describe(rule)}"  # after a mend's note, not over it
                 field.note = f"{field.note}; {confirmed}" if field.note else confirmed

@@ -480,6 +480,33 @@ def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
     assert not fields["total_in_words"].valid and fields["total"].valid
 
 
+def test_a_sum_that_holds_two_ways_confirms_neither() -> None:
+    """A heavy 300 dpi PDF scan read amount '472.67' and total '479.21', each with the ¥ before
+    it read as a doubtful 4, and tax '¥6.54': the sum holds as read and with the 4s dropped
+    (72.67 + 6.54 = 79.21, the print), so it vouches for neither; the words, unread, cannot."""
+    template = TemplateStore().get("vat_invoice")
+    fields = _amounts(
+        amount=("472.67", ["uncertain character '4' at 1 (confidence 0.00)"]),
+        total=("479.21", ["uncertain character '4' at 1 (confidence 0.41)"]),
+        total_in_words=(None, ["missing 元 after the integer part"]),
+    )
+    fields["tax"] = FieldResult(value="6.54", raw="¥6.54", confidence=0.92, valid=True)
+    _mend_amounts(template, fields)
+    _require_confirmation(template, fields, {})
+    for name in ("amount", "total"):
+        assert not fields[name].valid and fields[name].value in ("472.67", "479.21")
+        assert fields[name].errors[-1] == (
+            "amount + tax = total holds read otherwise too: 72.67 + 6.54 = 79.21"
+        )
+    # with the ¥ read where it is printed, the one way it holds confirms as before
+    fields["amount"].raw = "¥472.67"
+    fields["amount"].errors = ["uncertain character '4' at 2 (confidence 0.40)"]
+    fields["total"].raw = "¥479.21"
+    fields["total"].errors = ["uncertain character '4' at 2 (confidence 0.41)"]
+    _require_confirmation(template, fields, {})
+    assert fields["amount"].valid and fields["total"].valid
+
+
 def test_an_amount_only_the_qr_code_can_vouch_for() -> None:
     template = TemplateStore().get("vat_invoice")
     unreadable = {"total": (None, ["not found"]), "total_in_words": (None, ["not found"])}
