@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 REGISTRATION_PATCHES = (None, "full-search", "ecc-off", "work-1000", "work-800")
-SHIPPED_REGISTRATION = "as shipped (ECC at half scale, outline search stops at >= 0.9)"
+SHIPPED_REGISTRATION = "as shipped (ECC at a quarter scale, outline search stops at >= 0.9)"
 STAGES = ("decode", "register", "crop", "recognize", "validate", "fallback")
 _STAGE_CPU: dict[str, float] = {}
 
