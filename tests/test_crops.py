@@ -139,12 +139,13 @@ def printed_off(offset_mm: float) -> tuple[dict[str, str], dict[str, object], by
 
 
 def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
-    """The print 5.5 mm left of the form: the first digit of the check code and of both tax ids
-    lies beyond the crop margin, cut in half. Each reading fails its checks, so the field is
-    read again from a crop 4 mm wider on that side."""
+    """The print 5.9 mm left of the form: the first digit of the check code and of both tax ids
+    lies beyond the crop margin, cut. Each reading fails its checks, so the field is read again
+    from a crop 4 mm wider on that side. (At 5.5 mm the check code's half digit is read right
+    from the first crop since ECC runs at a quarter scale: the registration moved a pixel.)"""
     from extractor.pipeline import Extractor
 
-    expected, info, png = printed_off(8.5)
+    expected, info, png = printed_off(9.0)
     template = TemplateStore().get("vat_invoice")
     assert info["data_offset_mm"][0] < -(template.crop_margin_mm + 2.5)
     (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
@@ -152,9 +153,9 @@ def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
         field = page.fields[name]
         assert (field.value, field.valid) == (expected[name], True)
         assert field.note == "read from a wider crop: the print runs out of the field's box"
-    assert all(
-        page.fields[name].note is None for name in ("invoice_code", "invoice_number", "issue_date")
-    )
+    # the codes whose print starts well inside their box are read from the first crop (the
+    # date's first digit runs out of its box too at this offset, and is read wider, right)
+    assert all(page.fields[name].note is None for name in ("invoice_code", "invoice_number"))
 
 
 @pytest.mark.parametrize("offset_mm", [7.5, 8.5])

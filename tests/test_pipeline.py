@@ -1,6 +1,7 @@
 """The real pipeline (PP-OCRv6 rec on ONNX Runtime) on committed fixture scans."""
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -397,14 +398,21 @@ def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_bo
 
 
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
+    """geometry/vat_invoice_0053: a low-resolution photo whose amounts were each read with a
+    slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the total reads
+    right. Every amount is right and valid, and each one read otherwise says which slip."""
     path = FIXTURES / "geometry/vat_invoice_0053.jpg"
     (page,) = Extractor(fallback="never").extract(path, "vat_invoice").pages
     truth = json.loads(path.with_suffix(".json").read_text())
     expected = truth["pages"][0]["fields"]
+    mended = 0
     for name in ("amount", "tax", "total"):
         field = page.fields[name]
         assert (field.value, field.valid) == (expected[name], True), name
-        assert field.raw != expected[name] and "from amount + tax = total" in (field.note or "")
+        if re.sub(r"[^0-9.]", "", field.raw) != expected[name]:
+            assert "from amount + tax = total" in (field.note or ""), name
+            mended += 1
+    assert mended >= 1  # the photo's slips are still there to mend
     words = page.fields["total_in_words"]
     assert (words.value, words.valid) == (expected["total"], True)
 
