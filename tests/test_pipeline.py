@@ -399,7 +399,7 @@ def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_bo
 
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
     """geometry/vat_invoice_0053: a low-resolution photo whose amounts were each read with a
-    slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the total reads
+    slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the tax reads
     right. Every amount is right and valid, and each one read otherwise says which slip."""
     path = FIXTURES / "geometry/vat_invoice_0053.jpg"
     (page,) = Extractor(fallback="never").extract(path, "vat_invoice").pages
