@@ -42,11 +42,11 @@ def is_scan(page: pymupdf.Page) -> bool:
 def embedded_scan(
     doc: pymupdf.Document, page: pymupdf.Page, dpi: float, max_pixels: int
 ) -> tuple[np.ndarray, float] | None:
-    """(image, its dpi): the one image ``page`` of ``doc`` draws, turned as the page shows it, at
-    its own resolution (or reduced towards ``dpi``, the loader's); None when the page must be
-    rendered, also when the image would decode to more than ``max_pixels`` (rendering checks
-    the page's own size)."""
-    if not is_scan(page) or page.first_annot is not None:
+    """(image, its dpi): the one image ``page`` of ``doc`` draws (a page :func:`is_scan` holds
+    to be a scan), turned as the page shows it, at its own resolution (or reduced towards
+    ``dpi``, the loader's); None when the page must be rendered, also when the image would
+    decode to more than ``max_pixels`` (rendering checks the page's own size)."""
+    if page.first_annot is not None:
         return None
     listed = page.get_images(full=True)  # what the PDF says of the image, nothing decoded
     infos = page.get_image_info()  # where it is drawn (with xrefs it would decode the image)

@@ -761,9 +761,7 @@ def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, Fiel
     # the total keeps a sum that holds (44758.00 + 2685.48 = 47443.48 and 4758.00 + ... =
     # 7443.48), so a way is taken only when no other way, as read included, fits as well
     solutions: list[tuple[tuple[tuple[str, str], ...], str | None]] = []
-    for combo in product(*options):
-        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
-        implied = implied_values(rule, values)
+    for combo, values, implied in _ways(rule, options):
         if implied.get(rule.equals) == values[rule.equals]:
             solutions.append((combo, None))
             continue
@@ -802,21 +800,25 @@ def _slip_options(
     return options if all(options) else None
 
 
+def _ways(
+    rule: SumRule, options: list[list[tuple[str, str]]]
+) -> Iterator[tuple[tuple[tuple[str, str], ...], dict[str, str], dict[str, str]]]:
+    """Every way to read a sum rule's fields (one of each field's ``options``, with its slip):
+    the combination, its values by field, and the values the rule implies from them."""
+    names = rule_fields(rule)
+    for combo in product(*options):
+        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
+        yield combo, values, implied_values(rule, values)
+
+
 def _another_way(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> str | None:
     """A sum rule that holds as read, holding too with slips in the readings ('472.67 + 6.54 =
     479.21' and, the ¥ read as the 4 of both, '72.67 + 6.54 = 79.21'): that way, written out,
     or None when the readings as they are are the only way it holds."""
     options = _slip_options(rule, template, fields)
-    if options is None:
-        return None
-    names = rule_fields(rule)
-    for combo in product(*options):
-        if all(slip == "" for _, slip in combo):
-            continue
-        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
-        if implied_values(rule, values).get(rule.equals) == values[rule.equals]:
-            terms = " + ".join(values[name] for name in rule.terms)
-            return f"{terms} = {values[rule.equals]}"
+    for combo, values, implied in _ways(rule, options) if options else ():
+        if any(slip for _, slip in combo) and implied.get(rule.equals) == values[rule.equals]:
+            return f"{' + '.join(values[name] for name in rule.terms)} = {values[rule.equals]}"
     return None
 
 
@@ -959,16 +961,18 @@ def _require_confirmation(
     checked, unless the QR code states the same value (``stated``: the values it states)."""
     values = {name: f.value for name, f in fields.items()}
     for rule in holding_rules(template, values):
+        doubtful = [fields[n] for n in rule_fields(rule)]
+        doubtful = [field for field in doubtful if not field.valid and _only_doubt(field)]
+        if not doubtful:
+            continue
         other = _another_way(rule, template, fields) if isinstance(rule, SumRule) else None
-        for name in rule_fields(rule):
-            field = fields[name]
-            if not field.valid and _only_doubt(field):
-                if other is not None:  # the sum cannot tell the two apart
-                    field.errors.append(f"{_describe(rule)} holds read otherwise too: {other}")
-                    continue
-                field.errors, field.valid = [], True
-                confirmed = f"confirmed by {_describe(rule)}"  # after a mend's note, not over it
-                field.note = f"{field.note}; {confirmed}" if field.note else confirmed
+        for field in doubtful:
+            if other is not None:  # the sum cannot tell the two apart
+                field.errors.append(f"{_describe(rule)} holds read otherwise too: {other}")
+                continue
+            field.errors, field.valid = [], True
+            confirmed = f"confirmed by {_describe(rule)}"  # after a mend's note, not over it
+            field.note = f"{field.note}; {confirmed}" if field.note else confirmed
     flagged = {name for name, f in fields.items() if not f.valid}
     for name, why in unconfirmed(template, values, flagged).items():
         field = fields[name]
