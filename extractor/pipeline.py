@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import product
+from itertools import pairwise, product
 from pathlib import Path
 from typing import Literal
 
@@ -25,6 +25,7 @@ import numpy as np
 
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
+from extractor.engines.base import recognize_confirming
 from extractor.errors import TemplateError
 from extractor.fallback import (
     LabelAlignment,
@@ -211,7 +212,7 @@ class Extractor:
         if isinstance(prepared, PageResult):
             return prepared
         with _timed(prepared.timings, "recognize"):
-            reads = self.engine.recognize(prepared.images, prepared.allowlists)
+            (reads,) = self.recognize([prepared])
         return self.finish(prepared, reads)
 
     def prepare(
@@ -279,6 +280,50 @@ class Extractor:
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
         return prepared
+
+    def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition]]:
+        """Every crop of ``pages`` read in one engine call (the service batches many pages'
+        crops): each page's readings, in crop order. An engine that reads its doubtful crops a
+        second time with a better model (the cascade) is told which of its first readings the
+        page's other readings confirm (:meth:`_confirmed`): those are not read again."""
+        starts = [0]
+        for page in pages:
+            starts.append(starts[-1] + len(page.crops))
+
+        def confirmed(first: Sequence[Recognition | None]) -> list[int]:
+            return [
+                start + i
+                for page, (start, end) in zip(pages, pairwise(starts), strict=True)
+                for i in self._confirmed(page, first[start:end])
+            ]
+
+        images = [image for page in pages for image in page.images]
+        allowlists = [allowed for page in pages for allowed in page.allowlists]
+        reads = recognize_confirming(self.engine, images, allowlists, confirmed)
+        return [reads[start:end] for start, end in pairwise(starts)]
+
+    def _confirmed(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> set[int]:
+        """The crops whose reading (``reads``: None for a crop not read yet) another reading
+        of the page confirms as it is: the QR code states its value, or a rule holds with it
+        (amount + tax = total to the cent, and no other way; the total in words stating the
+        total), every field the rule names read valid (a value that passes its checks, each
+        character at the field's bar). Two readings do not agree by chance: a second one could
+        only undo them. (A reading in doubt is read again: it would send the page to the
+        fallback.)"""
+        template = prepared.template
+        fields = {
+            crop.spec.name: self._field(crop.spec, read, None)
+            for crop, read in zip(prepared.crops, reads, strict=True)
+            if read is not None
+        }
+        values = {name: f.value if f.valid else None for name, f in fields.items()}
+        stated = qr_values(template, prepared.qr) if prepared.qr else {}
+        agreed = {name for name, value in values.items() if value and stated.get(name) == value}
+        for rule in holding_rules(template, values):
+            if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
+                continue
+            agreed.update(rule_fields(rule))
+        return {i for i, crop in enumerate(prepared.crops) if crop.spec.name in agreed}
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it

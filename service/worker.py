@@ -193,14 +193,13 @@ class _Runner:
         prepared = [
             p for s in states if s.error is None for p in s.pages if isinstance(p, PreparedPage)
         ]
-        images = [image for p in prepared for image in p.images]
-        allowlists = [a for p in prepared for a in p.allowlists]
+        n_crops = sum(len(p.crops) for p in prepared)
         recognize_ms = 0.0
         reads: list[Any] = []
         try:
-            if images:
+            if n_crops:
                 start = time.perf_counter()
-                reads = self.extractor.engine.recognize(images, allowlists)
+                reads = [r for page in self.extractor.recognize(prepared) for r in page]
                 recognize_ms = (time.perf_counter() - start) * 1000
         except Exception as exc:
             log.error("recognition failed for a batch of %d:\n%s", len(batch), _tb(exc))
@@ -210,7 +209,7 @@ class _Runner:
                     state.error = failure
             reads = []
         else:
-            self._finish(states, reads, recognize_ms, len(images))
+            self._finish(states, reads, recognize_ms, n_crops)
         _send(self.conn, ("beat",))
         for state in states:
             if state.error is not None:
@@ -222,7 +221,7 @@ class _Runner:
         stats = {
             "requests": len(batch),
             "pages": pages,
-            "crops": len(images),
+            "crops": n_crops,
             "recognize_ms": round(recognize_ms, 2),
         }
         _send(self.conn, ("batch", stats))

@@ -154,3 +154,47 @@ def test_an_allowlist_tiny_cannot_read_goes_to_small(
     cascade = CascadeRecognizer(fast, full)
     cascade.recognize([crop, crop], ["0123456789", "0123456789" + missing])
     assert (fast.seen, full.seen) == (1, 1)
+
+
+def test_first_reads_the_caller_confirms_are_not_read_again(
+    small: PPOCRRecognizer, tiny: PPOCRRecognizer
+) -> None:
+    """The caller's ``confirmed`` gets tiny's readings (None for the names, not read yet) and
+    names those other readings confirm: the unsure ones among them are kept as tiny read them,
+    the other unsure ones are read again by the small model."""
+    images, allowlists, _, _ = page_crops("heavy/vat_invoice_0040.jpg")
+    first = [
+        tiny.recognize([c], [a])[0] if a else None for c, a in zip(images, allowlists, strict=True)
+    ]
+    unsure = [
+        i
+        for i, r in enumerate(first)
+        if r is not None and min(r.char_confidences[value_start(r.text) :], default=0) < 0.95
+    ]
+    assert len(unsure) >= 2
+    keep = unsure[: len(unsure) // 2]
+    given: list[list[Recognition | None]] = []
+
+    def confirmed(reads: Sequence[Recognition | None]) -> list[int]:
+        given.append(list(reads))
+        return keep
+
+    fast, full = Counting(tiny), Counting(small)
+    reads = CascadeRecognizer(fast, full).recognize(images, allowlists, confirmed=confirmed)
+    assert len(given) == 1 and [r is None for r in given[0]] == [r is None for r in first]
+    assert [r.text for r in given[0] if r is not None] == [r.text for r in first if r]
+    names = sum(a is None for a in allowlists)
+    assert full.seen == names + len(unsure) - len(keep)
+    for i in keep:
+        assert reads[i] == given[0][i]
+    # nothing to confirm when every tiny reading is sure: the caller is not asked
+    clean, clean_allow, _, _ = page_crops("clean/vat_invoice_0001.jpg")
+    narrow = [(c, a) for c, a in zip(clean, clean_allow, strict=True) if a is not None]
+    sure = [
+        (c, a)
+        for (c, a), r in zip(narrow, tiny.recognize(*zip(*narrow, strict=True)), strict=True)
+        if min(r.char_confidences[value_start(r.text) :], default=0) >= 0.95
+    ]
+    given.clear()
+    CascadeRecognizer(tiny, small).recognize(*zip(*sure, strict=True), confirmed=confirmed)
+    assert given == []

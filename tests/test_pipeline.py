@@ -690,3 +690,83 @@ def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     assert (words.value, words.valid, words.source) == (expected, True, "fallback")
     h, w = cv2.imread(str(path)).shape[:2]
     assert len(seen) == 1 and seen[0][0] * seen[0][1] < 0.3 * h * w
+
+
+def _prepared(extractor: Extractor, name: str) -> tuple[Any, dict[str, str]]:
+    from extractor.loading import iter_pages
+    from extractor.pipeline import PreparedPage
+    from extractor.result import Timings
+
+    path = FIXTURES / name
+    page = next(iter_pages(path.read_bytes()))
+    prepared = extractor.prepare(page, TemplateStore().get("vat_invoice"), Timings())
+    assert isinstance(prepared, PreparedPage)
+    return prepared, truth(path)["pages"][0]["fields"]
+
+
+def test_readings_that_other_readings_confirm(extractor: Extractor) -> None:
+    """Which first readings of a page (the cascade's tiny model's, every one of them unsure
+    here) other readings confirm, so that the small model need not read them again: those the
+    QR code states, and those of a rule that holds (amount + tax = total, the total in words
+    stating the total) with every field it names. The names are not read yet (None)."""
+    from extractor.fields.words import amount_to_words
+
+    prepared, expected = _prepared(extractor, "clean/vat_invoice_0001.jpg")
+    assert prepared.qr is not None
+    printed = {
+        **expected,
+        "amount": f"¥{expected['amount']}",
+        "tax": f"¥{expected['tax']}",
+        "total": f"¥{expected['total']}",
+        "total_in_words": f"⊗{amount_to_words(expected['total'])}",
+    }
+    fields = [c.spec.name for c in prepared.crops]
+
+    def confirmed(unsure: str = "", **read_as: str) -> set[str]:
+        texts = {**printed, **read_as}
+        reads = [
+            None
+            if c.spec.kind.value == "name"
+            else Recognition(t, 0.9, (0.9,) * len(t))
+            if c.spec.name != unsure
+            else Recognition(t, 0.8, (0.9,) * (len(t) - 1) + (0.3,))
+            for c, t in zip(prepared.crops, (texts[f] for f in fields), strict=True)
+        ]
+        return {fields[i] for i in extractor._confirmed(prepared, reads)}
+
+    stated = set(qr_values(prepared.template, prepared.qr))
+    assert stated == {"invoice_code", "invoice_number", "amount", "issue_date", "check_code"}
+    rules = {"amount", "tax", "total", "total_in_words"}
+    ids = {"buyer_tax_id", "seller_tax_id"}  # no other reading states them
+    assert confirmed() == stated | rules
+    assert ids.isdisjoint(confirmed()) and "buyer_name" not in confirmed()
+    # a number the QR code states otherwise; the words stating another total
+    wrong_number = str(int(expected["invoice_number"]) + 1).zfill(8)
+    assert confirmed(invoice_number=wrong_number) == stated - {"invoice_number"} | rules
+    assert confirmed(total_in_words="⊗壹圆整") == stated | rules - {"total_in_words"}
+    # a sum that does not hold confirms none of its terms but the one the QR code states
+    assert confirmed(tax="¥0.01") == stated | {"total_in_words", "total"}
+    # a character below the field's bar (the page would go to the fallback): read again, and
+    # the rule waits for that reading
+    assert confirmed(unsure="tax") == stated | {"total_in_words", "total"}
+
+
+def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> None:
+    """472.67 + 6.54 = 479.21, and, the ¥ read as the 4 of amount and total, 72.67 + 6.54 =
+    79.21: the sum cannot tell which, so it confirms none of them for the cascade."""
+    prepared, _ = _prepared(extractor, "clean/vat_invoice_0001.jpg")
+    prepared.qr = None
+    texts = {"amount": "472.67", "tax": "¥6.54", "total": "479.21"}
+    reads = [
+        Recognition(texts[c.spec.name], 0.9, (0.9,) * 6) if c.spec.name in texts else None
+        for c in prepared.crops
+    ]
+    assert extractor._confirmed(prepared, reads) == set()
+    texts["amount"], texts["total"] = "¥472.67", "¥479.21"
+    reads = [
+        Recognition(texts[c.spec.name], 0.9, (0.9,) * 7) if c.spec.name in texts else None
+        for c in prepared.crops
+    ]
+    assert {prepared.crops[i].spec.name for i in extractor._confirmed(prepared, reads)} == set(
+        texts
+    )

@@ -166,7 +166,7 @@ def preview(
     if isinstance(prepared, PageResult):
         result, homography = prepared, None
     else:
-        reads = ex.engine.recognize(prepared.images, prepared.allowlists)
+        (reads,) = ex.recognize([prepared])
         result = ex.finish(prepared, reads)
         homography = prepared.alignment.homography if prepared.alignment.matched else None
     w, h = template.reference_size_px

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -32,3 +32,22 @@ class Recognizer(Protocol):
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
     ) -> list[Recognition]: ...
+
+
+Confirm = Callable[[Sequence[Recognition | None]], Collection[int]]
+"""Given an engine's first readings of a call's crops (None: a crop it has not read yet), the
+indexes of those that other readings confirm as they are (the caller's cross-checks: a sum that
+holds, the QR code stating the same value)."""
+
+
+def recognize_confirming(
+    engine: Recognizer,
+    crops: Sequence[np.ndarray],
+    allowlists: Sequence[str | None],
+    confirmed: Confirm,
+) -> list[Recognition]:
+    """``engine.recognize``; an engine that reads doubtful crops a second time (``reads_twice``:
+    the cascade) first asks ``confirmed`` which of its first readings need not be."""
+    if getattr(engine, "reads_twice", False):
+        return engine.recognize(crops, allowlists, confirmed=confirmed)  # type: ignore[call-arg]
+    return engine.recognize(crops, allowlists)
