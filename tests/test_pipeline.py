@@ -673,10 +673,39 @@ def test_the_fallback_runs_on_the_recognisers_threads_and_on_a_gpu_only_through_
 def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     extractor: Extractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """medium/vat_invoice_0031: only its amount in words fails on the ROI path. The fallback's
-    OCR reads that row of the form alone (a fifth of the page, a third of the cost of the whole
-    page) and finds the amount in words there."""
+    """medium/vat_invoice_0035: its amount in words and its seller's name and tax id fail on
+    the ROI path. The fallback's OCR reads their rows of the form alone (one band, a quarter of
+    the page) and finds the amount in words and the tax id there."""
+    path = FIXTURES / "medium/vat_invoice_0035.jpg"
+    seen = _count_fullpage_reads(extractor, monkeypatch)
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    expected = truth(path)["pages"][0]["fields"]
+    for name in ("total_in_words", "seller_tax_id"):
+        field = page.fields[name]
+        assert (field.value, field.valid, field.source) == (expected[name], True, "fallback")
+    h, w = cv2.imread(str(path)).shape[:2]
+    assert len(seen) == 1 and seen[0][0] * seen[0][1] < 0.3 * h * w
+
+
+def test_no_fallback_for_what_the_rules_confirm(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """medium/vat_invoice_0031: only its amount in words is in doubt on the ROI path, and it
+    states the total: the rule confirms it, and full-page OCR (seconds) is not run at all."""
     path = FIXTURES / "medium/vat_invoice_0031.jpg"
+    seen = _count_fullpage_reads(extractor, monkeypatch)
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    expected = truth(path)["pages"][0]["fields"]
+    assert {k: f.value for k, f in page.fields.items()} == expected
+    assert all(f.valid and f.source == "roi" for f in page.fields.values())
+    assert "confirmed by" in (page.fields["total_in_words"].note or "")
+    assert seen == [] and page.timings_ms.fallback == 0
+
+
+def _count_fullpage_reads(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> list[tuple[int, ...]]:
+    """The shapes of the images the extractor's full-page OCR is given, from now on."""
     extractor.reference_labels(TemplateStore().get("vat_invoice"))  # read once, whole
     ocr = extractor.fullpage_ocr()
     seen: list[tuple[int, ...]] = []
@@ -684,12 +713,7 @@ def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     monkeypatch.setattr(
         ocr, "_read", lambda image, *more: seen.append(image.shape) or read(image, *more)
     )
-    (page,) = extractor.extract(path, "vat_invoice").pages
-    words = page.fields["total_in_words"]
-    expected = truth(path)["pages"][0]["fields"]["total_in_words"]
-    assert (words.value, words.valid, words.source) == (expected, True, "fallback")
-    h, w = cv2.imread(str(path)).shape[:2]
-    assert len(seen) == 1 and seen[0][0] * seen[0][1] < 0.3 * h * w
+    return seen
 
 
 def _prepared(extractor: Extractor, name: str) -> tuple[Any, dict[str, str]]:
@@ -770,3 +794,45 @@ def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> 
     assert {prepared.crops[i].spec.name for i in extractor._confirmed(prepared, reads)} == set(
         texts
     )
+
+
+def test_the_fallback_is_for_what_the_cross_checks_leave_in_doubt(extractor: Extractor) -> None:
+    """Full-page OCR costs seconds: it is not run for a doubtful reading that the page's rules
+    or QR code confirm (the total in words stating the total, medium/0031's case), nor for a
+    field that read valid and disagrees with another (a person looks at that); it is for what
+    stays in doubt."""
+    from extractor.fields.words import amount_to_words
+    from extractor.pipeline import _doubted
+
+    prepared, expected = _prepared(extractor, "clean/vat_invoice_0001.jpg")
+    printed = {
+        **expected,
+        "amount": f"¥{expected['amount']}",
+        "tax": f"¥{expected['tax']}",
+        "total": f"¥{expected['total']}",
+        "total_in_words": amount_to_words(expected["total"]),
+    }
+
+    def doubted(unsure: tuple[str, ...] = (), **read_as: str) -> list[str]:
+        texts = {**printed, **read_as}
+        fields = {}
+        for crop in prepared.crops:
+            text = texts[crop.spec.name]
+            confs = (0.99,) * len(text)
+            if crop.spec.name in unsure:
+                confs = (*confs[:-1], 0.3)
+            read = Recognition(text, sum(confs) / len(confs), confs)
+            fields[crop.spec.name] = extractor._field(crop.spec, read, None)
+        return _doubted(prepared, fields)
+
+    assert doubted() == []
+    # doubtful, and confirmed: by the total, by the sum, by the QR code
+    assert doubted(unsure=("total_in_words", "tax", "invoice_number")) == []
+    # doubtful names have nothing to confirm them
+    assert doubted(unsure=("buyer_name",)) == ["buyer_name"]
+    # the words in doubt and stating another total: the fallback reads them
+    assert doubted(unsure=("total_in_words",), total_in_words="壹圆整") == ["total_in_words"]
+    # the tax read valid but off the sum: flagged at the end, not sent to the fallback
+    assert doubted(tax="¥0.01") == []
+    # a doubtful tax off the sum: the fallback may read it right
+    assert doubted(unsure=("tax",), tax="¥0.01") == ["tax"]
