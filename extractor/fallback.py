@@ -49,11 +49,13 @@ the fields still in doubt: each one's box and this much above and below it (a la
 box's row, the line or two below a label that :func:`beside_label` looks at, a layout whose
 cells moved), across the form's whole width so that no line is cut."""
 LEFT_MM = 50.0
-RIGHT_MM = 30.0
+RIGHT_MM = 5.0
 """Of the lines detected in those rows, only those reaching into the part of its row around a
 field in doubt are recognised: its box, LEFT_MM to its left (a label ending up to 20 mm before
-the box, the fallback's reach, and as long as 30 mm: 价税合计（大写）) and RIGHT_MM to its right.
-Lines are kept or left whole, never cut."""
+the box, the fallback's reach, and as long as 30 mm: 价税合计（大写）) and RIGHT_MM to its right
+(print a few millimetres past the box; a line that starts further right is not the field's:
+the 密码区 beside the buyer, the 备注 beside the seller. 30 mm read those, ~20% of the
+fallback's recognition, every field the same). Lines are kept or left whole, never cut."""
 _NOISE = re.compile(r"[\s:：]")
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from extractor.fallback import (
+    RIGHT_MM,
     ROW_MM,
     ReferenceLabels,
     beside_label,
@@ -143,6 +144,8 @@ def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
     assert near(line(14, 44, 95.5))  # its label, before the box
     assert near(line(150, 230, 95.5))  # a line reaching in from the right, kept whole
     assert not near(line(200, 228, 95.5))  # the same row past RIGHT_MM: the total's box
+    assert not near(line(160 + RIGHT_MM + 1, 190, 95.5))  # a line that starts past RIGHT_MM
+    assert near(line(160 + RIGHT_MM - 1, 190, 95.5))  # one that starts within it
     assert not near(line(60, 100, 60.0))  # the goods table, another row
     assert near(line(60, 100, 92 - ROW_MM + 1))  # within ROW_MM above
     assert not near(line(40, 44, 95.5))  # one character before the box: no label, no value
