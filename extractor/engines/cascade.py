@@ -88,7 +88,8 @@ class CascadeRecognizer:
             for i, read in zip(fast, reads, strict=True):
                 first[i] = read
         out = [read if read is not None and self._sure(read) else None for read in first]
-        if confirmed is not None and any(read is None for read in out):
+        unsure = any(r is not None and k is None for r, k in zip(first, out, strict=True))
+        if confirmed is not None and unsure:
             for i in confirmed(first):
                 out[i] = first[i]
         again = [i for i, read in enumerate(out) if read is None]
