@@ -22,7 +22,7 @@ from extractor.pipeline import (
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
-from extractor.templates import TemplateStore
+from extractor.templates import FieldKind, TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -750,7 +750,7 @@ def test_readings_that_other_readings_confirm(extractor: Extractor) -> None:
         texts = {**printed, **read_as}
         reads = [
             None
-            if c.spec.kind.value == "name"
+            if c.spec.kind is FieldKind.name
             else Recognition(t, 0.9, (0.9,) * len(t))
             if c.spec.name != unsure
             else Recognition(t, 0.8, (0.9,) * (len(t) - 1) + (0.3,))
@@ -836,3 +836,46 @@ def test_the_fallback_is_for_what_the_cross_checks_leave_in_doubt(extractor: Ext
     assert doubted(tax="¥0.01") == []
     # a doubtful tax off the sum: the fallback may read it right
     assert doubted(unsure=("tax",), tax="¥0.01") == ["tax"]
+
+
+def test_pages_read_together_read_as_each_alone(extractor: Extractor) -> None:
+    """The service reads many pages' crops in one call (`Extractor.recognize`): each page's
+    readings, and which of its unsure readings the page confirms (so the small model is spared
+    them), are the same as when the page is read alone."""
+    from extractor.engines.cascade import CascadeRecognizer
+
+    engine = extractor.engine
+    assert isinstance(engine, CascadeRecognizer)
+    names = [
+        "heavy/vat_invoice_0040.jpg",  # unsure readings to read again
+        "light/vat_invoice_0016.jpg",  # its words unsure, stating the total
+        "clean/vat_invoice_0010.jpg",  # its total unsure, the sum holding
+    ]
+    pages = [_prepared(extractor, name)[0] for name in names]
+    full = engine.full
+    seen = [0]
+    read = full.recognize
+
+    def counting(crops: Any, allowlists: Any) -> list[Recognition]:
+        seen[0] += len(crops)
+        return read(crops, allowlists)
+
+    full.recognize = counting  # type: ignore[method-assign]
+    try:
+        alone = [extractor.recognize([page])[0] for page in pages]
+        seen_alone, seen[0] = seen[0], 0
+        together = extractor.recognize(pages)
+        seen_together = seen[0]
+    finally:
+        del full.recognize
+    assert [[r.text for r in page] for page in together] == [[r.text for r in p] for p in alone]
+    names_read = sum(c.spec.kind is FieldKind.name for page in pages for c in page.crops)
+    assert seen_together == seen_alone > names_read  # some unsure readings were read again...
+    assert seen_alone < names_read + sum(  # ...and some confirmed ones were not
+        1
+        for page in pages
+        for c, r in zip(
+            page.crops, engine.fast.recognize(page.images, page.allowlists), strict=True
+        )
+        if c.spec.kind is not FieldKind.name and not engine._sure(r)
+    )
