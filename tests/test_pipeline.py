@@ -780,20 +780,17 @@ def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> 
     79.21: the sum cannot tell which, so it confirms none of them for the cascade."""
     prepared, _ = _prepared(extractor, "clean/vat_invoice_0001.jpg")
     prepared.qr = None
-    texts = {"amount": "472.67", "tax": "¥6.54", "total": "479.21"}
-    reads = [
-        Recognition(texts[c.spec.name], 0.9, (0.9,) * 6) if c.spec.name in texts else None
-        for c in prepared.crops
-    ]
-    assert extractor._confirmed(prepared, reads) == set()
-    texts["amount"], texts["total"] = "¥472.67", "¥479.21"
-    reads = [
-        Recognition(texts[c.spec.name], 0.9, (0.9,) * 7) if c.spec.name in texts else None
-        for c in prepared.crops
-    ]
-    assert {prepared.crops[i].spec.name for i in extractor._confirmed(prepared, reads)} == set(
-        texts
-    )
+
+    def confirmed(texts: dict[str, str]) -> set[str]:
+        reads = [
+            Recognition(t, 0.9, (0.9,) * len(t)) if (t := texts.get(c.spec.name)) else None
+            for c in prepared.crops
+        ]
+        return {prepared.crops[i].spec.name for i in extractor._confirmed(prepared, reads)}
+
+    assert confirmed({"amount": "472.67", "tax": "¥6.54", "total": "479.21"}) == set()
+    read_with_yen = {"amount": "¥472.67", "tax": "¥6.54", "total": "¥479.21"}
+    assert confirmed(read_with_yen) == set(read_with_yen)
 
 
 def test_the_fallback_is_for_what_the_cross_checks_leave_in_doubt(extractor: Extractor) -> None:
