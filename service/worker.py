@@ -195,11 +195,11 @@ class _Runner:
         ]
         n_crops = sum(len(p.crops) for p in prepared)
         recognize_ms = 0.0
-        reads: list[Any] = []
+        reads: list[list[Any]] = [[] for _ in prepared]  # each prepared page's readings
         try:
             if n_crops:
                 start = time.perf_counter()
-                reads = [r for page in self.extractor.recognize(prepared) for r in page]
+                reads = self.extractor.recognize(prepared)
                 recognize_ms = (time.perf_counter() - start) * 1000
         except Exception as exc:
             log.error("recognition failed for a batch of %d:\n%s", len(batch), _tb(exc))
@@ -207,7 +207,6 @@ class _Runner:
             for state in states:
                 if state.error is None:
                     state.error = failure
-            reads = []
         else:
             self._finish(states, reads, recognize_ms, n_crops)
         _send(self.conn, ("beat",))
@@ -277,31 +276,30 @@ class _Runner:
         return state
 
     def _finish(
-        self, states: list[_JobState], reads: list[Any], recognize_ms: float, n_crops: int
+        self, states: list[_JobState], reads: list[list[Any]], recognize_ms: float, n_crops: int
     ) -> None:
+        """Each prepared page finished with its readings (``reads``: one list per prepared page,
+        in the order :meth:`run_batch` gathered them)."""
         from extractor.pipeline import PreparedPage
 
-        # Slices of ``reads`` per page, in the order the crops were gathered.
-        slices: list[tuple[_JobState, int, int, int]] = []
-        offset = 0
+        by_page = iter(reads)
         for state in states:
             if state.error is not None:
                 continue
             for i, page in enumerate(state.pages):
-                if isinstance(page, PreparedPage):
-                    slices.append((state, i, offset, len(page.crops)))
-                    offset += len(page.crops)
-        for state, i, start, n in slices:
-            if state.error is not None:
-                continue
-            page = state.pages[i]
-            try:
-                # The batch's recognition time, shared out by crop count.
-                page.timings.recognize = round(recognize_ms * n / max(n_crops, 1), 2)
-                state.pages[i] = self.extractor.finish(page, reads[start : start + n])
-            except Exception as exc:
-                log.error("request %d failed in validation:\n%s", state.spec.id, _tb(exc))
-                state.error = error_payload(exc)
+                if not isinstance(page, PreparedPage):
+                    continue
+                page_reads = next(by_page)
+                if state.error is not None:  # an earlier page of the request failed
+                    continue
+                try:
+                    # The batch's recognition time, shared out by crop count.
+                    share = recognize_ms * len(page.crops) / max(n_crops, 1)
+                    page.timings.recognize = round(share, 2)
+                    state.pages[i] = self.extractor.finish(page, page_reads)
+                except Exception as exc:
+                    log.error("request %d failed in validation:\n%s", state.spec.id, _tb(exc))
+                    state.error = error_payload(exc)
 
     def _document(self, state: _JobState) -> dict[str, Any]:
         from extractor.result import DocumentResult
