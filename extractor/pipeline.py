@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from itertools import pairwise, product
 from pathlib import Path
 from typing import Literal
@@ -52,6 +53,7 @@ from extractor.fields import (
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
+from extractor.parties import Parties, load_parties
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -93,6 +95,10 @@ NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
 start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
+PARTY_NAME_SLIPS = 2
+"""A name read up to this many characters off (changed, added or lost) the name the party
+registry gives its valid tax id takes the registered name (one in five for shorter names); one
+further off is flagged (another party's name, or the registry out of date)."""
 LOST_START_AGREEMENT = 0.6  # share of a name's characters its box's reading has in place
 _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
 _POINTS = ".．。·"  # what a decimal point is read as
@@ -151,9 +157,13 @@ class Extractor:
         min_confidence: float = MIN_CONFIDENCE,
         fallback: FallbackMode = "auto",
         text_layer: bool = True,
+        parties: Parties | str | Path | None = None,
         **engine_options: object,
     ) -> None:
+        """``parties``: a party registry (:mod:`extractor.parties`, or its CSV file) that the
+        names and tax ids read are checked against."""
         self.templates = templates or TemplateStore()
+        self.parties = load_parties(parties) if isinstance(parties, str | Path) else parties
         self.engine = get_engine(engine, **engine_options) if isinstance(engine, str) else engine
         self.dpi = dpi
         self.min_confidence = min_confidence
@@ -299,7 +309,12 @@ class Extractor:
 
         images = [image for page in pages for image in page.images]
         allowlists = [allowed for page in pages for allowed in page.allowlists]
-        reads = recognize_confirming(self.engine, images, allowlists, confirmed)
+        known = set()
+        if self.parties:
+            for page, start in zip(pages, starts, strict=False):
+                names = {party.name for party in page.template.parties}
+                known.update(start + i for i, c in enumerate(page.crops) if c.spec.name in names)
+        reads = recognize_confirming(self.engine, images, allowlists, confirmed, known)
         return [reads[start:end] for start, end in pairwise(starts)]
 
     def _confirmed(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> set[int]:
@@ -307,9 +322,11 @@ class Extractor:
         of the page confirms as it is: the QR code states its value, or a rule holds with it
         (amount + tax = total to the cent, and no other way; the total in words stating the
         total), every field the rule names read valid (a value that passes its checks, each
-        character at the field's bar). Two readings do not agree by chance: a second one could
-        only undo them. (A reading in doubt is read again: it would send the page to the
-        fallback.)"""
+        character at the field's bar), or the party registry gives the tax id read the name
+        read (both passing their checks, in doubt or not: a name read exactly as registered for
+        a registered tax id is not read so by chance). Two readings do not agree by chance: a
+        second one could only undo them. (A reading in doubt is read again: it would send the
+        page to the fallback.)"""
         template = prepared.template
         fields = {
             crop.spec.name: self._field(crop.spec, read, None)
@@ -319,6 +336,11 @@ class Extractor:
         values = {name: f.value if f.valid else None for name, f in fields.items()}
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         agreed = {name for name, value in values.items() if value and stated.get(name) == value}
+        passing = {name: f.value for name, f in fields.items() if _passes(f)}
+        for party in template.parties if self.parties is not None else ():
+            name, tax_id = passing.get(party.name), passing.get(party.tax_id)
+            if name and self.parties.name_for(tax_id) == name:
+                agreed.update((party.name, party.tax_id))
         for rule in holding_rules(template, values):
             if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
                 continue
@@ -341,7 +363,7 @@ class Extractor:
                 fields, labels = self._fallback(prepared, fields)
             if registration is None and labels is not None:
                 registration = "labels"
-        return _conclude(prepared, fields, registration)
+        return _conclude(prepared, fields, registration, self.parties)
 
     def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
         """Fields that failed their checks and whose print runs out of their crop, read again
@@ -397,7 +419,7 @@ class Extractor:
         if alignment is None:
             alignment = Alignment(True, 1.0, None)
         prepared = PreparedPage(page.index, template, alignment, [], timings)
-        return _conclude(prepared, fields, "text_layer")
+        return _conclude(prepared, fields, "text_layer", self.parties)
 
     def _text_beside_labels(
         self,
@@ -437,7 +459,8 @@ class Extractor:
             return False
         if prepared.fallback == "always" or not prepared.alignment.matched:
             return True
-        return any(prepared.template.field(name).required for name in _doubted(prepared, fields))
+        doubted = _doubted(prepared, fields, self.parties)
+        return any(prepared.template.field(name).required for name in doubted)
 
     def _fallback(
         self, prepared: PreparedPage, fields: dict[str, FieldResult]
@@ -1062,7 +1085,71 @@ def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> N
             field.valid = False
 
 
-def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str]:
+def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:
+    """Each party's name and tax id (the template's ``parties``) against the registry. A tax id
+    that passes its checks and is registered vouches for the name registered with it: a name
+    read so is confirmed with it, one read up to :data:`PARTY_NAME_SLIPS` characters off takes
+    the registered name (the tax id valid), one further off is flagged. Else a name read as
+    registered vouches for its tax id: one read a character off takes the registered one, one
+    further off is flagged."""
+    for party in template.parties:
+        name, tax_id = fields.get(party.name), fields.get(party.tax_id)
+        if name is None or tax_id is None:  # an unaligned page: only what the fallback found
+            continue
+        registered = parties.name_for(tax_id.value) if _passes(tax_id) else None
+        if registered is not None:
+            if name.value == registered:
+                for field in (name, tax_id):
+                    _confirm(field, "confirmed by the party registry")
+            elif tax_id.valid and _slips(name.value or "", registered) <= _name_slips(registered):
+                how = f"the party registry's name for tax id {tax_id.value}"
+                fields[party.name] = _registered(name, registered, how)
+            elif tax_id.valid:
+                name.errors.append(f"the party registry names {tax_id.value} {registered!r}")
+                name.valid = False
+            continue
+        owner = parties.tax_id_for(name.value) if _passes(name) else None
+        if owner is None or owner == tax_id.value:
+            continue
+        if name.valid and tax_id.value and _one_edit(tax_id.value, owner):
+            how = f"the party registry's tax id for {name.value!r}"
+            fields[party.tax_id] = _registered(tax_id, owner, how)
+        elif name.valid:
+            tax_id.errors.append(f"the party registry gives {name.value!r} the tax id {owner}")
+            tax_id.valid = False
+
+
+def _passes(field: FieldResult) -> bool:
+    """Whether a field's value passes its own checks (valid, or flagged only for doubt)."""
+    return field.value is not None and (field.valid or _only_doubt(field))
+
+
+def _confirm(field: FieldResult, how: str) -> None:
+    if not field.valid and _only_doubt(field):
+        field.errors, field.valid = [], True
+        field.note = f"{field.note}; {how}" if field.note else how
+
+
+def _slips(read: str, registered: str) -> int:
+    """How many characters ``read`` differs from ``registered`` by (changed, added, lost)."""
+    blocks = SequenceMatcher(None, read, registered, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in blocks if tag != "equal")
+
+
+def _name_slips(registered: str) -> int:
+    """How far off a name may be read and still take the registered one: one character in
+    five, at most :data:`PARTY_NAME_SLIPS` (a short name none: 张三 read 李四 is another name)."""
+    return min(PARTY_NAME_SLIPS, len(registered) // 5)
+
+
+def _registered(field: FieldResult, value: str, how: str) -> FieldResult:
+    note = f"{how}: the print read {field.raw!r}"
+    return field.model_copy(update={"value": value, "valid": True, "errors": [], "note": note})
+
+
+def _doubted(
+    prepared: PreparedPage, fields: dict[str, FieldResult], parties: Parties | None = None
+) -> list[str]:
     """The fields not valid as read that the page's cross-checks (:func:`_cross_check`) leave
     invalid too: what the fallback is for. A doubtful total in words that states the total is
     not (full-page OCR would cost seconds to read it again); neither is a field that read valid
@@ -1070,13 +1157,18 @@ def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str
     if all(field.valid for field in fields.values()):
         return []
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
-    _cross_check(prepared.template, prepared.qr, checked)
+    _cross_check(prepared.template, prepared.qr, checked, parties)
     return [name for name, field in fields.items() if not field.valid and not checked[name].valid]
 
 
-def _cross_check(template: Template, qr: str | None, fields: dict[str, FieldResult]) -> None:
-    """The page's fields checked against each other and the QR code (``qr``, its payload):
-    doubts settled or confirmed, slips mended, what disagrees flagged."""
+def _cross_check(
+    template: Template,
+    qr: str | None,
+    fields: dict[str, FieldResult],
+    parties: Parties | None = None,
+) -> None:
+    """The page's fields checked against each other, the QR code (``qr``, its payload) and the
+    party registry: doubts settled or confirmed, slips mended, what disagrees flagged."""
     stated = qr_values(template, qr) if qr else {}
     _settle_by_qr(template, stated, fields)
     _mend_amounts(template, fields, stated)
@@ -1084,6 +1176,8 @@ def _cross_check(template: Template, qr: str | None, fields: dict[str, FieldResu
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
     _cross_check_qr(stated, fields)
+    if parties is not None:
+        _check_parties(template, parties, fields)
 
 
 def _bounds(quad: np.ndarray) -> list[float]:
@@ -1098,12 +1192,15 @@ def _bounds(quad: np.ndarray) -> list[float]:
 
 
 def _conclude(
-    prepared: PreparedPage, fields: dict[str, FieldResult], registration: Registration | None
+    prepared: PreparedPage,
+    fields: dict[str, FieldResult],
+    registration: Registration | None,
+    parties: Parties | None = None,
 ) -> PageResult:
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
-        _cross_check(template, prepared.qr, fields)
+        _cross_check(template, prepared.qr, fields, parties)
     if registration is None:
         status = "unmatched"
     else:

@@ -116,6 +116,14 @@ class SameRule(_Strict):
 Rule = Annotated[SumRule | SameRule, Field(discriminator="rule")]
 
 
+class PartyFields(_Strict):
+    """A party printed on the form (buyer, seller): the fields holding its name and tax id, which
+    a party registry (:mod:`extractor.parties`) checks against each other."""
+
+    name: str
+    tax_id: str
+
+
 class QRCode(_Strict):
     """Where a QR code is printed and which comma-separated payload position holds which field."""
 
@@ -148,6 +156,7 @@ class Template(_Strict):
     fields: Annotated[list[FieldSpec], Field(min_length=1)]
     rules: list[Rule] = []
     qr: QRCode | None = None
+    parties: list[PartyFields] = []
 
     # Set by the loader, not by the YAML.
     source_path: Path | None = Field(default=None, exclude=True)
@@ -180,6 +189,11 @@ class Template(_Strict):
             unknown = [n for n in self.qr.fields if n not in known]
             if unknown:
                 raise ValueError(f"qr names unknown fields: {', '.join(unknown)}")
+        kinds = {f.name: f.kind for f in self.fields}
+        for party in self.parties:
+            for name, kind in ((party.name, FieldKind.name), (party.tax_id, FieldKind.tax_id)):
+                if kinds.get(name) is not kind:
+                    raise ValueError(f"parties: {name!r} is not a field of kind {kind.value}")
         return self
 
     def field(self, name: str) -> FieldSpec:

@@ -45,9 +45,11 @@ def recognize_confirming(
     crops: Sequence[np.ndarray],
     allowlists: Sequence[str | None],
     confirmed: Confirm,
+    known: Collection[int] = (),
 ) -> list[Recognition]:
     """``engine.recognize``; an engine that reads doubtful crops a second time (``reads_twice``:
-    the cascade) first asks ``confirmed`` which of its first readings need not be."""
+    the cascade) first asks ``confirmed`` which of its first readings need not be, the crops of
+    ``known`` (free text the caller may know, a registered party's name) among them."""
     if getattr(engine, "reads_twice", False):
-        return engine.recognize(crops, allowlists, confirmed=confirmed)  # type: ignore[call-arg]
+        return engine.recognize(crops, allowlists, confirmed=confirmed, known=known)  # type: ignore[call-arg]
     return engine.recognize(crops, allowlists)

@@ -1,0 +1,222 @@
+"""The party registry: its CSV, the checks of names against tax ids, and the cascade sparing the
+small model the names it confirms (real models on real fixture pages)."""
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from extractor.engines import Recognition, Recognizer
+from extractor.engines.cascade import CascadeRecognizer
+from extractor.engines.ppocr import PPOCRRecognizer
+from extractor.fields import uscc_check_char
+from extractor.parties import Parties, PartiesError, load_parties
+from extractor.pipeline import Extractor, _check_parties
+from extractor.result import FieldResult
+from extractor.templates import TemplateStore, parse_template
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+PAGE = FIXTURES / "clean" / "vat_invoice_0001.jpg"
+
+
+def uscc(body: str) -> str:
+    return body + uscc_check_char(body)
+
+
+BUYER_ID, SELLER_ID = uscc("91310000MA1FL0XXA"), uscc("91440300MA5ABCDE1")
+
+
+def write(path: Path, text: str, encoding: str = "utf-8") -> Path:
+    path.write_bytes(text.encode(encoding))
+    return path
+
+
+def truth() -> dict[str, str]:
+    return json.loads(PAGE.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]["fields"]
+
+
+# -- the CSV ------------------------------------------------------------------------------------
+
+
+def test_a_registry_reads_excels_csv_in_either_encoding(tmp_path: Path) -> None:
+    text = f"名称,纳税人识别号,地址\n上海某某科技有限公司,{BUYER_ID.lower()},上海\n\n"
+    for encoding in ("utf-8-sig", "gb18030"):
+        parties = load_parties(write(tmp_path / f"{encoding}.csv", text, encoding))
+        assert len(parties) == 1
+        assert parties.name_for(BUYER_ID) == "上海某某科技有限公司"
+        assert parties.tax_id_for("上海某某科技有限公司") == BUYER_ID
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("id,company\n", "header row must name a tax id column"),
+        (f"tax_id,name\n{BUYER_ID[:-1]}{'1' if BUYER_ID[-1] != '1' else '2'},甲公司\n", "line 2"),
+        (f"tax_id,name\n{BUYER_ID},甲公司\n{BUYER_ID},乙公司\n", "line 3: tax id"),
+        (f"tax_id,name\n{BUYER_ID},\n", "needs both a tax id and a name"),
+        ("tax_id,name\n", "no parties"),
+    ],
+)
+def test_a_bad_registry_names_its_line(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(PartiesError, match=message):
+        load_parties(write(tmp_path / "parties.csv", text))
+
+
+def test_a_missing_registry_is_an_error_naming_it(tmp_path: Path) -> None:
+    with pytest.raises(PartiesError, match="nowhere\\.csv"):
+        load_parties(tmp_path / "nowhere.csv")
+    with pytest.raises(PartiesError, match="nowhere\\.csv"):
+        Extractor(engine=Counting(PPOCRRecognizer(threads=1)), parties=tmp_path / "nowhere.csv")
+
+
+def test_a_name_registered_twice_is_not_looked_up_by_name() -> None:
+    parties = Parties({BUYER_ID: "甲公司", SELLER_ID: "甲公司"})
+    assert parties.name_for(SELLER_ID) == "甲公司"
+    assert parties.tax_id_for("甲公司") is None
+
+
+def test_a_template_pairs_only_a_name_with_a_tax_id() -> None:
+    text = (FIXTURES.parent / "templates" / "vat_invoice.yaml").read_text(encoding="utf-8")
+    bad = text.replace(
+        "{name: buyer_name, tax_id: buyer_tax_id}", "{name: buyer_name, tax_id: tax}"
+    )
+    assert bad != text
+    with pytest.raises(Exception, match="'tax' is not a field of kind tax_id"):
+        parse_template(bad, Path("vat_invoice.yaml"))
+
+
+# -- the checks ---------------------------------------------------------------------------------
+
+
+def field(value: str | None, *errors: str) -> FieldResult:
+    return FieldResult(
+        value=value, raw=value or "", confidence=0.9, valid=not errors, errors=list(errors)
+    )
+
+
+def check(parties: Parties, **fields: FieldResult) -> dict[str, FieldResult]:
+    page = {
+        "buyer_name": field("上海某某科技有限公司"),
+        "buyer_tax_id": field(BUYER_ID),
+        "seller_name": field("深圳某某电子有限公司"),
+        "seller_tax_id": field(SELLER_ID),
+    } | fields
+    _check_parties(TemplateStore().get("vat_invoice"), parties, page)
+    return page
+
+
+REGISTRY = Parties({BUYER_ID: "上海某某科技有限公司", SELLER_ID: "深圳某某电子有限公司"})
+
+
+def test_a_name_read_as_registered_confirms_a_doubtful_pair() -> None:
+    doubt = "uncertain character '某' (0.55)"
+    page = check(
+        REGISTRY,
+        buyer_name=field("上海某某科技有限公司", doubt),
+        buyer_tax_id=field(BUYER_ID, "low recognition confidence (0.52)"),
+    )
+    for name in ("buyer_name", "buyer_tax_id"):
+        assert page[name].valid and page[name].note == "confirmed by the party registry"
+    assert page["seller_name"].note is None  # valid already: nothing to say
+
+
+def test_a_name_two_characters_off_takes_the_registered_name() -> None:
+    page = check(
+        REGISTRY, buyer_name=field("上海某其科技有限公可", "uncertain character '其' (0.6)")
+    )
+    buyer = page["buyer_name"]
+    assert (buyer.value, buyer.valid, buyer.errors) == ("上海某某科技有限公司", True, [])
+    assert buyer.note == (
+        f"the party registry's name for tax id {BUYER_ID}: the print read '上海某其科技有限公可'"
+    )
+
+
+def test_another_name_for_a_registered_tax_id_is_flagged() -> None:
+    page = check(REGISTRY, buyer_name=field("北京另一家公司有限公司"))
+    buyer = page["buyer_name"]
+    assert buyer.value == "北京另一家公司有限公司" and not buyer.valid
+    assert buyer.errors == [f"the party registry names {BUYER_ID} '上海某某科技有限公司'"]
+
+
+def test_a_short_name_is_never_taken_for_another() -> None:
+    parties = Parties({BUYER_ID: "张三", SELLER_ID: "深圳某某电子有限公司"})
+    page = check(parties, buyer_name=field("李四"))
+    assert page["buyer_name"].value == "李四" and not page["buyer_name"].valid
+
+
+def test_a_tax_id_one_character_off_the_registered_names_takes_it() -> None:
+    slipped = BUYER_ID[:5] + ("8" if BUYER_ID[5] != "8" else "9") + BUYER_ID[6:]
+    page = check(REGISTRY, buyer_tax_id=field(slipped, "check character mismatch"))
+    assert page["buyer_tax_id"].value == BUYER_ID and page["buyer_tax_id"].valid
+    other = uscc("91110000MA0000001")
+    page = check(REGISTRY, buyer_tax_id=field(other))
+    assert not page["buyer_tax_id"].valid
+    assert page["buyer_tax_id"].errors == [
+        f"the party registry gives '上海某某科技有限公司' the tax id {BUYER_ID}"
+    ]
+
+
+def test_parties_not_registered_are_left_as_read() -> None:
+    page = check(Parties({uscc("91110000MA0000001"): "别的公司有限公司"}))
+    assert all(f.valid and f.note is None for f in page.values())
+
+
+# -- on real pages, real models -----------------------------------------------------------------
+
+
+class Counting:
+    """A real engine, with the crops it was given counted."""
+
+    def __init__(self, engine: Recognizer) -> None:
+        self.engine, self.name, self.seen = engine, engine.name, 0
+        self.characters = getattr(engine, "characters", None)
+
+    def recognize(
+        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
+    ) -> list[Recognition]:
+        self.seen += len(crops)
+        return self.engine.recognize(crops, allowlists)
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[Counting, Counting]:
+    return (
+        Counting(PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1)),
+        Counting(PPOCRRecognizer(threads=1)),
+    )
+
+
+def registry(tmp_path: Path, **names: str) -> Path:
+    fields = truth() | names
+    rows = [(fields[f"{side}_tax_id"], fields[f"{side}_name"]) for side in ("buyer", "seller")]
+    return write(tmp_path / "parties.csv", "tax_id,name\n" + "".join(f"{t},{n}\n" for t, n in rows))
+
+
+def extract(engines: tuple[Counting, Counting], parties: Path | None) -> tuple[dict, int]:
+    tiny, small = engines
+    extractor = Extractor(engine=CascadeRecognizer(tiny, small), fallback="never", parties=parties)
+    before = small.seen
+    fields = extractor.extract(PAGE, "vat_invoice").pages[0].fields
+    return {name: f.value for name, f in fields.items()}, small.seen - before
+
+
+def test_registered_names_read_by_tiny_spare_the_small_model(
+    engines: tuple[Counting, Counting], tmp_path: Path
+) -> None:
+    without, small_without = extract(engines, None)
+    assert without == truth()
+    values, small_with = extract(engines, registry(tmp_path))
+    assert values == without
+    assert small_with == small_without - 2  # the two names: tiny read them as registered
+
+
+def test_a_registered_name_tiny_cannot_read_exactly_goes_to_the_small_model(
+    engines: tuple[Counting, Counting], tmp_path: Path
+) -> None:
+    _, small_without = extract(engines, None)
+    changed = truth()["buyer_name"][:-1] + "赟"  # 赟: not among tiny's characters
+    values, small_with = extract(engines, registry(tmp_path, buyer_name=changed))
+    assert small_with == small_without - 1  # the seller's name only
+    assert values["buyer_name"] == changed  # small read it one character off: the registry's
