@@ -19,6 +19,11 @@ DEVICE_HELP = (
     "(the last two need the gpu extra)"
 )
 
+PARTIES_HELP = (
+    "a CSV of known parties (columns tax_id, name: your vendor master) that names and tax ids "
+    "are checked against; names read as registered also skip the slower model"
+)
+
 
 def _extract(args: argparse.Namespace) -> int:
     from rich.console import Console
@@ -29,7 +34,9 @@ def _extract(args: argparse.Namespace) -> int:
     options: dict[str, object] = {"model": args.model} if args.model else {}
     if provider := _provider(args):
         options["provider"] = provider
-    extractor = Extractor(engine=args.engine, dpi=args.dpi, fallback=args.fallback, **options)
+    extractor = Extractor(
+        engine=args.engine, dpi=args.dpi, fallback=args.fallback, parties=args.parties, **options
+    )
     if args.template != "auto":
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
     console = Console(width=None if sys.stdout.isatty() else 140)
@@ -71,7 +78,7 @@ def _eval(args: argparse.Namespace) -> int:
     from extractor.evaluate import evaluate, print_report
     from extractor.pipeline import Extractor
 
-    extractor = Extractor(engine=args.engine, fallback=args.fallback)
+    extractor = Extractor(engine=args.engine, fallback=args.fallback, parties=args.parties)
     report = evaluate(Path(args.dir), template=args.template, extractor=extractor)
     if args.json:
         print(report.model_dump_json(indent=2))
@@ -106,6 +113,7 @@ def _batch(args: argparse.Namespace) -> int:
         fallback=args.fallback,
         doc_timeout=args.doc_timeout,
         provider=_provider(args),
+        parties=args.parties,
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -182,6 +190,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         help="full-page OCR when a page does not match or a required field fails (auto)",
     )
+    ex.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ex.set_defaults(func=_extract)
 
     tp = sub.add_parser("templates", help="list templates, or show one as JSON")
@@ -194,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--engine", choices=ENGINES, default="ppocr")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--fallback", choices=("auto", "never", "always"), default="auto")
+    ev.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ev.set_defaults(func=_eval)
 
     sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
@@ -244,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="kill a document's worker after this long and record the document as failed "
         "(a pathological page); 0: no limit; local pool only (default: %(default)g)",
     )
+    ba.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ba.set_defaults(func=_batch)
 
     mo = sub.add_parser("models", help="make model files from what packages ship")

@@ -281,6 +281,7 @@ class WorkerPool:
             batch_max_wait_ms=s.batch_max_wait_ms,
             debug=s.debug,
             env=env,
+            parties=str(s.parties) if s.parties is not None else None,
         )
         return config, device
 

@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--workers-per-device", type=int, help="worker processes per CUDA device (default 1)")
     a("--threads-per-worker", type=int, help="ONNX Runtime threads per worker (default: auto)")
     a("--engine", help="recognition engine every worker loads (default ppocr)")
+    a("--parties", help="CSV of known parties (tax_id, name) to check names against; ROI_PARTIES")
     a("--max-body-mb", type=float, help="largest accepted document, MB (default 20)")
     a("--max-pages", type=int, help="most pages per document (default 50)")
     a("--queue-size", type=int, help="requests waiting for a worker before 429 (default 256)")
@@ -31,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     names = [
         "host", "port", "workers", "devices", "workers_per_device", "threads_per_worker",
-        "engine", "max_body_mb", "max_pages", "queue_size", "request_timeout_s",
+        "engine", "parties", "max_body_mb", "max_pages", "queue_size", "request_timeout_s",
         "batch_max_size", "batch_max_wait_ms", "log_level",
     ]  # fmt: skip
     return Settings.load(**{n: getattr(args, n, None) for n in names})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -37,6 +38,9 @@ class Settings(BaseModel):
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
     """The recognition engine every worker loads at start; the only one requests may name."""
+    parties: Path | None = None
+    """A party registry CSV (``extractor.parties``: tax_id, name) every worker checks names and
+    tax ids against; read here first, so a bad file stops the service before it starts."""
     max_body_mb: Annotated[float, Field(gt=0, le=1024)] = 20
     max_pages: Annotated[int, Field(ge=1, le=10_000)] = 50
     queue_size: Annotated[int, Field(ge=1, le=100_000)] = 256
@@ -68,6 +72,19 @@ class Settings(BaseModel):
             if kind != "cuda" or not index.isdigit():
                 raise ValueError(f"device {part!r}: expected 'cpu' or 'cuda:N[,cuda:M...]'")
         return ",".join(p.strip() for p in value.split(","))
+
+    @field_validator("parties")
+    @classmethod
+    def _check_parties(cls, value: Path | None) -> Path | None:
+        if value is not None:
+            from extractor.errors import RoiError
+            from extractor.parties import load_parties
+
+            try:
+                load_parties(value)
+            except RoiError as exc:
+                raise ValueError(str(exc)) from exc
+        return value
 
     @field_validator("log_level")
     @classmethod
@@ -130,7 +147,7 @@ class Settings(BaseModel):
             raise ValueError(f"invalid service settings: {problems}") from exc
 
     def describe(self) -> str:
-        data = self.model_dump()
+        data = self.model_dump(mode="json")
         data["worker_count"] = self.worker_count
         data["worker_threads"] = self.worker_threads
         return json.dumps(data, sort_keys=True)

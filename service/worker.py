@@ -59,6 +59,7 @@ class WorkerConfig:
     batch_max_wait_ms: float
     debug: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    parties: str | None = None  # the party registry's CSV
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -135,7 +136,7 @@ class _Runner:
         options: dict[str, object] = {}
         if config.engine == "ppocr":
             options = {"provider": config.provider, "threads": config.threads}
-        self.extractor = Extractor(engine=config.engine, **options)
+        self.extractor = Extractor(engine=config.engine, parties=config.parties, **options)
         self.conn = conn
         self.config = config
         self._warm_up()

@@ -139,3 +139,22 @@ def test_device_reaches_the_workers(folder: Path) -> None:
         folder, "-t", "vat_invoice", "--out", out, "--device", "cuda", "--engine", "easyocr"
     )
     assert proc.returncode == 2 and "--device cuda needs the ppocr engine" in proc.stderr
+
+
+def test_a_party_registry_reaches_the_workers(folder: Path) -> None:
+    """``--parties``: a registry naming the clean page's buyer one character off its print; the
+    workers give the registered name, saying how the print read."""
+    truth = _truth(Path(CLEAN).name)
+    registered = truth["buyer_name"][:-1] + "赟"
+    registry = folder.parent / "parties.csv"
+    registry.write_text(f"tax_id,name\n{truth['buyer_tax_id']},{registered}\n", encoding="utf-8")
+    out = folder.parent / "out-parties"
+    args = ("-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never")
+    proc = roi_batch(folder, *args, "--parties", registry)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    buyer = _pages(out)[Path(CLEAN).name]["fields"]["buyer_name"]
+    assert buyer["value"] == registered and buyer["valid"]
+    assert buyer["note"].endswith(f"the print read {truth['buyer_name']!r}")
+    proc = roi_batch(folder, *args, "--parties", folder.parent / "none.csv")
+    assert proc.returncode == 2 and "cannot read the party registry" in proc.stderr
+    assert "Traceback" not in proc.stderr

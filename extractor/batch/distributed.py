@@ -18,6 +18,7 @@ from extractor.batch.worker import BatchWorker, Outcome
 from extractor.errors import RoiError
 
 if TYPE_CHECKING:
+    from extractor.parties import Parties
     from extractor.pipeline import FallbackMode
 
 
@@ -31,8 +32,9 @@ class RayExtractor:
         threads: int,
         provider: str | None,
         fallback: FallbackMode = "auto",
+        parties: Parties | None = None,
     ) -> None:
-        self.worker = BatchWorker(engine, dpi, threads, provider, fallback)
+        self.worker = BatchWorker(engine, dpi, threads, provider, fallback, parties)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         outcomes: dict[str, list[str]] = {"key": [], "sha256": [], "outcome": []}
@@ -72,6 +74,7 @@ def run_ray(
     address: str | None,
     fallback: FallbackMode = "auto",
     provider: str | None = None,
+    parties: Parties | None = None,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as Ray finishes documents.
 
@@ -120,6 +123,7 @@ def run_ray(
                 "threads": 1,
                 "provider": provider,
                 "fallback": fallback,
+                "parties": parties,
             },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),

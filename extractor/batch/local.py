@@ -51,6 +51,7 @@ from extractor.batch.inputs import Document
 from extractor.batch.worker import Outcome, init_process, process_in_pool
 
 if TYPE_CHECKING:
+    from extractor.parties import Parties
     from extractor.pipeline import FallbackMode
 
 DOC_TIMEOUT_ERROR = "DocumentTimeout"
@@ -105,6 +106,7 @@ def run_local(
     fallback: FallbackMode = "auto",
     doc_timeout: float = 0.0,
     provider: str | None = None,
+    parties: Parties | None = None,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as documents finish, in completion order.
 
@@ -121,7 +123,7 @@ def run_local(
             max_workers=workers,
             mp_context=ctx,
             initializer=init_process,
-            initargs=(engine, dpi, threads, fallback, starts, provider),
+            initargs=(engine, dpi, threads, fallback, starts, provider, parties),
         )
         inflight: dict[Future[Outcome], _Job] = {}
         started: dict[int, tuple[int, float]] = {}  # job id -> (worker pid, start time)

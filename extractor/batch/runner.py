@@ -20,6 +20,7 @@ from extractor.batch.manifest import DONE, FAILED, Manifest
 from extractor.batch.worker import Outcome
 from extractor.batch.writer import ERRORS_NAME, BatchWriter
 from extractor.errors import InputError, RoiError
+from extractor.parties import Parties, load_parties
 
 if TYPE_CHECKING:
     from extractor.pipeline import FallbackMode
@@ -53,6 +54,9 @@ class BatchOptions:
     provider: str | None = None
     """ONNX Runtime provider of the ppocr engine (cpu, cuda, tensorrt); None: cpu, or cuda on
     a Ray cluster with GPUs."""
+    parties: Path | None = None
+    """A party registry CSV (:mod:`extractor.parties`) the names and tax ids are checked
+    against; read once here, before any worker starts."""
 
 
 @dataclass
@@ -108,7 +112,9 @@ class _Lock:
         self.fh.close()
 
 
-def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Document, Outcome]]:
+def _outcomes(
+    opts: BatchOptions, todo: Sequence[Document], parties: Parties | None
+) -> Iterator[tuple[Document, Outcome]]:
     if opts.ray:
         from extractor.batch.distributed import run_ray
 
@@ -121,6 +127,7 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
             address=opts.ray_address,
             fallback=opts.fallback,
             provider=opts.provider,
+            parties=parties,
         )
     from extractor.batch.local import run_local
 
@@ -133,6 +140,7 @@ def _outcomes(opts: BatchOptions, todo: Sequence[Document]) -> Iterator[tuple[Do
         fallback=opts.fallback,
         doc_timeout=opts.doc_timeout,
         provider=opts.provider,
+        parties=parties,
     )
 
 
@@ -162,6 +170,7 @@ def run_batch(opts: BatchOptions) -> BatchSummary:
     if not opts.doc_timeout >= 0 or math.isinf(opts.doc_timeout):  # NaN fails the first
         raise RoiError("--doc-timeout must be a number of seconds, 0 for no limit")
     field_names = _field_names(opts.template)
+    parties = load_parties(opts.parties) if opts.parties is not None else None
     paths = find_paths(opts.inputs)
 
     out_dir = opts.out_dir
@@ -172,7 +181,7 @@ def run_batch(opts: BatchOptions) -> BatchSummary:
         raise RoiError(f"cannot write to the output folder {out_dir}: {_why(exc)}") from exc
     try:
         with Manifest(out_dir) as manifest:
-            return _run(opts, manifest, BatchWriter(out_dir, field_names), paths)
+            return _run(opts, manifest, BatchWriter(out_dir, field_names), paths, parties)
     except (OSError, sqlite3.Error) as exc:
         if isinstance(exc, OSError) and exc.errno not in _WRITE_ERRNOS:
             raise
@@ -193,7 +202,11 @@ def _why(exc: BaseException) -> str:
 
 
 def _run(
-    opts: BatchOptions, manifest: Manifest, writer: BatchWriter, paths: Sequence[Path]
+    opts: BatchOptions,
+    manifest: Manifest,
+    writer: BatchWriter,
+    paths: Sequence[Path],
+    parties: Parties | None = None,
 ) -> BatchSummary:
     summary = BatchSummary(documents=len(paths))
     manifest.bind(template=opts.template, engine=opts.engine, fallback=opts.fallback)
@@ -231,7 +244,7 @@ def _run(
 
     start = time.perf_counter()
     with _Progress(len(runnable), quiet=opts.quiet) as progress:
-        for doc, outcome in _outcomes(opts, runnable):
+        for doc, outcome in _outcomes(opts, runnable, parties):
             if "fatal" in outcome:
                 raise RoiError(outcome["fatal"])
             if outcome["ok"]:

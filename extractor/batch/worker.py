@@ -20,6 +20,7 @@ from extractor.errors import RoiError
 if TYPE_CHECKING:
     from multiprocessing.queues import SimpleQueue
 
+    from extractor.parties import Parties
     from extractor.pipeline import FallbackMode
 
 Task = dict[str, str]  # path (to read), name (to report), sha256, template
@@ -36,6 +37,7 @@ class BatchWorker:
         threads: int = 0,
         provider: str | None = None,
         fallback: FallbackMode = "auto",
+        parties: Parties | None = None,
     ) -> None:
         self.fatal: str | None = None
         try:
@@ -48,7 +50,9 @@ class BatchWorker:
             options: dict[str, object] = {"threads": threads} if engine == "ppocr" else {}
             if provider is not None:
                 options["provider"] = provider
-            self.extractor = Extractor(engine=engine, dpi=dpi, fallback=fallback, **options)
+            self.extractor = Extractor(
+                engine=engine, dpi=dpi, fallback=fallback, parties=parties, **options
+            )
         except RoiError as exc:
             self.fatal = f"cannot start the {engine} engine: {exc}"
         except Exception as exc:  # a broken install: say so once rather than per document
@@ -106,11 +110,12 @@ def init_process(
     fallback: FallbackMode = "auto",
     starts: SimpleQueue | None = None,
     provider: str | None = None,
+    parties: Parties | None = None,
 ) -> None:
     """Start the process's engine. ``starts``: where :func:`process_in_pool` reports each
     document as it starts it, for the parent's per-document time limit (see local.py)."""
     global _WORKER, _STARTS
-    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback)
+    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback, parties)
     _STARTS = starts
 
 
