@@ -48,6 +48,7 @@ VARIANTS: list[Variant] = [
     Variant("base"),
     Variant("small", engine="small"),
     Variant("shipped-auto", fallback="auto"),
+    Variant("parties", parties=True),
     Variant("full-search", patch="full-search"),
     Variant("ecc-off", patch="ecc-off"),
     Variant("work-800", patch="work-800"),
@@ -58,9 +59,9 @@ VARIANTS: list[Variant] = [
     Variant("base2"),
 ]
 # the variants timed beside the shipped path and full-page OCR, in the same process
-PAIRED_ALSO = ("small", "cascade-ov") if openvino_installed() else ("small",)
+PAIRED_ALSO = ("small", "parties", "cascade-ov") if openvino_installed() else ("small", "parties")
 STAGE_PLOT = ("small", "base", "full-search", "work-800", "cascade-ov")
-QUICK_VARIANTS = {"base", "small", "cascade-ov", "base2"}
+QUICK_VARIANTS = {"base", "small", "parties", "cascade-ov", "base2"}
 
 
 def _docs(fixtures: Path, levels: list[str], per_level: int | None) -> list[Path]:

@@ -70,8 +70,36 @@ def _patch_stage_clock() -> bool:
     return True
 
 
+def fixture_parties(fixtures: Path) -> Path:
+    """A party registry CSV of every tax id and name in the ground truth under ``fixtures``:
+    what a finance team's vendor master would hold for these invoices."""
+    import csv
+
+    from bench.variants import CACHE
+
+    names: dict[str, str] = {}
+    for truth in sorted(fixtures.glob("**/*.json")):
+        for page in json.loads(truth.read_text(encoding="utf-8")).get("pages", []):
+            fields = page.get("fields", {})
+            for side in ("buyer", "seller"):
+                tax_id, name = fields.get(f"{side}_tax_id"), fields.get(f"{side}_name")
+                if tax_id and name:
+                    names[tax_id] = name
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / "parties.csv"
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["tax_id", "name"])
+        writer.writerows(sorted(names.items()))
+    return path
+
+
 def _timed_extractor(
-    engine: object, timed_levels: set[str], records: list[dict[str, Any]], fallback: str = "never"
+    engine: object,
+    timed_levels: set[str],
+    records: list[dict[str, Any]],
+    fallback: str = "never",
+    parties: Path | None = None,
 ) -> Any:
     """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
     time and the per-stage split."""
@@ -106,7 +134,7 @@ def _timed_extractor(
             return result
 
     try:  # one thread for the fallback's full-page OCR too, as in a service worker
-        return TimedExtractor(engine=engine, fallback=fallback, threads=1)  # type: ignore[arg-type]
+        return TimedExtractor(engine=engine, fallback=fallback, threads=1, parties=parties)  # type: ignore[arg-type]
     except TypeError:  # an extractor without the full-page fallback
         return TimedExtractor(engine=engine)  # type: ignore[arg-type]
 
@@ -151,8 +179,11 @@ def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
     clocked = _patch_stage_clock()
     engine = variants.ENGINES[variant.engine].build(models)
     records: list[dict[str, Any]] = []
-    extractor = _timed_extractor(engine, set(spec["timed_levels"]), records, variant.fallback)
     fixtures = Path(spec["fixtures"])
+    parties = fixture_parties(fixtures) if variant.parties else None
+    extractor = _timed_extractor(
+        engine, set(spec["timed_levels"]), records, variant.fallback, parties
+    )
     warm = sorted((fixtures / spec["timed_levels"][0]).glob("*.jpg"))[0]
     extractor.extract(warm, "vat_invoice")
     if variant.fallback != "never":  # its model and the form's labels, once per process
@@ -199,7 +230,8 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
         variant = variants.Variant(**also_spec)
         records: list[dict[str, Any]] = []
         engine = variants.ENGINES[variant.engine].build(models)
-        extractor = _timed_extractor(engine, levels, records, variant.fallback)
+        parties = fixture_parties(docs[0].parent.parent) if variant.parties else None
+        extractor = _timed_extractor(engine, levels, records, variant.fallback, parties)
         others.append((variant, engine, extractor, records))
     full = fullpage_engine(threads=1)
 

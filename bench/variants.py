@@ -421,12 +421,17 @@ class Variant:
     """The extractor's full-page fallback: "never" measures the ROI path alone."""
     versus: str = "base"
     """The variant this one's speed and fields are compared with."""
+    parties: bool = False
+    """Every party registered: a ``--parties`` registry of the fixtures' own tax ids and names
+    (what a finance team's vendor master holds), :func:`bench.tasks.fixture_parties`."""
 
     @property
     def label(self) -> str:
         parts = [ENGINES[self.engine].label if self.engine != "shipped" else "as shipped"]
         if self.patch:
             parts.append(patch_label(self.patch))
+        if self.parties:
+            parts.append("every party registered (`--parties`: the fixtures' tax ids and names)")
         if self.fallback != "never":
             parts.append(f"full-page fallback {self.fallback}")
         return " + ".join(parts)
