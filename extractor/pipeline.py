@@ -1088,8 +1088,8 @@ def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> N
 def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:
     """Each party's name and tax id (the template's ``parties``) against the registry. A tax id
     that passes its checks and is registered vouches for the name registered with it: a name
-    read so is confirmed with it, one read up to :data:`PARTY_NAME_SLIPS` characters off takes
-    the registered name (the tax id valid), one further off is flagged. Else a name read as
+    read so is confirmed with it, one read close to it (:func:`_close`) takes the registered
+    name (the tax id valid), one further off is flagged. Else a name read as
     registered vouches for its tax id: one read a character off takes the registered one, one
     further off is flagged."""
     for party in template.parties:
@@ -1101,7 +1101,7 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
             if name.value == registered:
                 for field in (name, tax_id):
                     _confirm(field, "confirmed by the party registry")
-            elif tax_id.valid and _slips(name.value or "", registered) <= _name_slips(registered):
+            elif tax_id.valid and _close(name.value or "", registered):
                 how = f"the party registry's name for tax id {tax_id.value}"
                 fields[party.name] = _registered(name, registered, how)
             elif tax_id.valid:
@@ -1136,10 +1136,12 @@ def _slips(read: str, registered: str) -> int:
     return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in blocks if tag != "equal")
 
 
-def _name_slips(registered: str) -> int:
-    """How far off a name may be read and still take the registered one: one character in
-    five, at most :data:`PARTY_NAME_SLIPS` (a short name none: 张三 read 李四 is another name)."""
-    return min(PARTY_NAME_SLIPS, len(registered) // 5)
+def _close(read: str, registered: str) -> bool:
+    """Whether a name read is the registered one misread: off by one character in five, at
+    most :data:`PARTY_NAME_SLIPS` (a short name by none: 张三 read 李四 is another name), or
+    holding it whole with more text glued on (the next printed line read with it)."""
+    slips = min(PARTY_NAME_SLIPS, len(registered) // 5)
+    return _slips(read, registered) <= slips or (len(registered) >= 5 and registered in read)
 
 
 def _registered(field: FieldResult, value: str, how: str) -> FieldResult:

@@ -133,6 +133,14 @@ def test_a_name_two_characters_off_takes_the_registered_name() -> None:
     )
 
 
+def test_a_name_read_with_the_next_line_glued_on_takes_the_registered_name() -> None:
+    glued = "上海某某科技有限公司通店管15373949"
+    page = check(REGISTRY, buyer_name=field(glued, "holds a long number"))
+    assert page["buyer_name"].value == "上海某某科技有限公司" and page["buyer_name"].valid
+    short = Parties({BUYER_ID: "张三", SELLER_ID: "深圳某某电子有限公司"})
+    assert not check(short, buyer_name=field("张三丰"))["buyer_name"].valid  # too short to tell
+
+
 def test_another_name_for_a_registered_tax_id_is_flagged() -> None:
     page = check(REGISTRY, buyer_name=field("北京另一家公司有限公司"))
     buyer = page["buyer_name"]
