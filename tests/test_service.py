@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+PARTY_PAGE = ROOT / "fixtures" / "clean" / "vat_invoice_0001.jpg"
 FORM = ROOT / "templates" / "vat_invoice.png"
 START_TIMEOUT_S = 90
 CALL_TIMEOUT_S = 60
@@ -107,14 +108,19 @@ def main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    tmp = tmp_path_factory.mktemp("service")
+    buyer = _truth_values(json.loads(PARTY_PAGE.with_suffix(".json").read_text()))
+    registry = tmp / "parties.csv"  # the page's buyer, registered a character off its print
+    registry.write_text(f"tax_id,name\n{buyer['buyer_tax_id']},{buyer['buyer_name'][:-1]}赟\n")
     env = {
         "ROI_WORKERS": "1",
         "ROI_BATCH_MAX_SIZE": "1",
         "ROI_QUEUE_SIZE": "1",
         "ROI_REQUEST_TIMEOUT_S": "3",
         "ROI_SHUTDOWN_TIMEOUT_S": "20",
+        "ROI_PARTIES": str(registry),
     }
-    server = Server("tight", env, tmp_path_factory.mktemp("service"))
+    server = Server("tight", env, tmp)
     try:
         server.wait_ready()
         yield server
@@ -534,6 +540,19 @@ def test_hung_worker_gives_504_and_is_replaced(tight: Server) -> None:
     assert len(after) == 1 and after != before
     ok = tight.client.post("/extract?template=vat_invoice&fallback=never", content=data)
     assert ok.status_code == 200
+
+
+def test_the_party_registry_reaches_every_worker(tight: Server) -> None:
+    """``ROI_PARTIES``: the worker (a replacement too: after the hung-worker test) gives the
+    registered buyer name, saying how the print read."""
+    response = tight.client.post(
+        "/extract?template=vat_invoice&fallback=never", content=PARTY_PAGE.read_bytes()
+    )
+    assert response.status_code == 200, response.text
+    buyer = response.json()["pages"][0]["fields"]["buyer_name"]
+    print_read = _truth_values(json.loads(PARTY_PAGE.with_suffix(".json").read_text()))
+    assert buyer["value"] == print_read["buyer_name"][:-1] + "赟" and buyer["valid"]
+    assert buyer["note"].endswith(f"the print read {print_read['buyer_name']!r}")
 
 
 def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:
