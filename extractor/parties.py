@@ -16,17 +16,23 @@ pairs (``parties:`` in its YAML) are checked against it:
 
 CSV: a header row naming a ``tax_id`` (or ``纳税人识别号``) and a ``name`` (or ``名称``) column,
 other columns ignored; UTF-8 (with or without BOM) or GB18030, as Excel writes it in China.
+Without a vendor master, ``roi parties learn`` makes one from past results
+(:func:`learn_parties`).
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TextIO
 
 from extractor.errors import RoiError
 from extractor.fields import FieldValueError, normalize_tax_id, normalize_text, tax_id_errors
+from extractor.templates import TemplateStore
 
 TAX_ID_COLUMNS = ("tax_id", "纳税人识别号", "税号")
 NAME_COLUMNS = ("name", "名称", "单位名称")
@@ -102,3 +108,74 @@ def _rows(reader: csv.DictReader[str], path: Path) -> dict[str, str]:
     if not names:
         raise PartiesError(f"{path}: no parties in it")
     return names
+
+
+# -- learning a registry from results -------------------------------------------------------------
+
+MIN_SEEN = 2
+"""How many documents must read a party the same way before :func:`learn_parties` registers it:
+a name has no check character, and a misread repeats itself exactly far less often than once."""
+OUTVOTE = 3
+"""A tax id read valid with several names is registered with the one read this many times as
+often as all the others together (a misread among many right readings); else it is left out."""
+
+
+@dataclass
+class Learned:
+    """What :func:`learn_parties` found: the parties to register, and the tax ids left out."""
+
+    names: dict[str, str]
+    conflicts: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Tax ids read valid with more than one name, none of them :data:`OUTVOTE` times as often
+    as the others together, each name with its count: left out."""
+    rare: int = 0
+    """Parties read fewer than ``min_seen`` times: left out."""
+
+
+def learn_parties(
+    results: Iterable[Mapping[str, Any]], templates: TemplateStore, min_seen: int = MIN_SEEN
+) -> Learned:
+    """The parties that results (``DocumentResult`` JSON: ``roi extract --json``, the lines of
+    ``roi batch``'s ``results.jsonl``) read valid, name and tax id both, in at least
+    ``min_seen`` documents; a tax id read with two names takes the one that outvotes the
+    others (:data:`OUTVOTE`), or is left out. A name or tax id the
+    registry gave (its ``note`` says so) is not learned again from itself."""
+    seen: dict[str, Counter[str]] = {}
+    for result in results:
+        pairs: set[tuple[str, str]] = set()  # a document counts once, however many pages
+        for page in result.get("pages") or []:
+            fields, template = page.get("fields") or {}, page.get("template")
+            if template not in templates.names():
+                continue
+            for party in templates.get(template).parties:
+                name, tax_id = fields.get(party.name), fields.get(party.tax_id)
+                if _trusted(name) and _trusted(tax_id):
+                    pairs.add((tax_id["value"], name["value"]))
+        for tax_id, name in pairs:
+            seen.setdefault(tax_id, Counter())[name] += 1
+    learned = Learned({})
+    for tax_id, names in sorted(seen.items()):
+        (name, count), *others = names.most_common()
+        rest = sum(n for _, n in others)
+        if count >= OUTVOTE * rest and count >= min_seen:
+            learned.names[tax_id] = name
+        elif rest:
+            learned.conflicts[tax_id] = dict(names.most_common())
+        else:
+            learned.rare += 1
+    return learned
+
+
+def _trusted(field: Mapping[str, Any] | None) -> bool:
+    return bool(
+        field
+        and field.get("valid")
+        and field.get("value")
+        and "party registry" not in (field.get("note") or "")
+    )
+
+
+def write_parties(names: Mapping[str, str], out: TextIO) -> None:
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["tax_id", "name"])
+    writer.writerows(sorted(names.items()))

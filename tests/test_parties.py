@@ -12,7 +12,7 @@ from extractor.engines import Recognition, Recognizer
 from extractor.engines.cascade import CascadeRecognizer
 from extractor.engines.ppocr import PPOCRRecognizer
 from extractor.fields import uscc_check_char
-from extractor.parties import Parties, PartiesError, load_parties
+from extractor.parties import Parties, PartiesError, learn_parties, load_parties
 from extractor.pipeline import Extractor, _check_parties
 from extractor.result import FieldResult
 from extractor.templates import TemplateStore, parse_template
@@ -228,3 +228,65 @@ def test_a_registered_name_tiny_cannot_read_exactly_goes_to_the_small_model(
     values, small_with = extract(engines, registry(tmp_path, buyer_name=changed))
     assert small_with == small_without - 1  # the seller's name only
     assert values["buyer_name"] == changed  # small read it one character off: the registry's
+
+
+# -- learning a registry ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def result(engines: tuple[Counting, Counting]) -> dict:
+    """A real page's result, as `roi extract --json` prints it."""
+    extractor = Extractor(engine=CascadeRecognizer(*engines), fallback="never")
+    return json.loads(extractor.extract(PAGE, "vat_invoice").model_dump_json())
+
+
+def renamed(result: dict, name: str) -> dict:
+    other = json.loads(json.dumps(result))
+    other["pages"][0]["fields"]["buyer_name"]["value"] = name
+    return other
+
+
+def test_parties_read_alike_in_two_documents_are_learned(result: dict, tmp_path: Path) -> None:
+    fields = truth()
+    learned = learn_parties([result, result], TemplateStore())
+    assert learned.names == {
+        fields["buyer_tax_id"]: fields["buyer_name"],
+        fields["seller_tax_id"]: fields["seller_name"],
+    }
+    assert learn_parties([result], TemplateStore()).names == {}  # seen once: not yet
+    assert learn_parties([result], TemplateStore()).rare == 2
+    misread = renamed(result, fields["buyer_name"][:-1] + "赟")
+    learned = learn_parties([result, result, result, misread], TemplateStore())
+    assert learned.names[fields["buyer_tax_id"]] == fields["buyer_name"]  # outvoted, 3 to 1
+    learned = learn_parties([result, result, misread], TemplateStore())
+    assert fields["buyer_tax_id"] not in learned.names
+    assert learned.conflicts[fields["buyer_tax_id"]] == {
+        fields["buyer_name"]: 2,
+        fields["buyer_name"][:-1] + "赟": 1,
+    }
+
+
+def test_what_the_registry_gave_and_flagged_fields_are_not_learned(result: dict) -> None:
+    given = json.loads(json.dumps(result))
+    given["pages"][0]["fields"]["buyer_name"]["note"] = "confirmed by the party registry"
+    given["pages"][0]["fields"]["seller_tax_id"]["valid"] = False
+    assert learn_parties([given, given], TemplateStore()).names == {}
+
+
+def test_roi_parties_learn_writes_a_registry_roi_extract_reads(
+    result: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from extractor.cli import main
+
+    jsonl = tmp_path / "results.jsonl"
+    jsonl.write_text(json.dumps(result) + "\n" + json.dumps(result) + "\n", encoding="utf-8")
+    single = tmp_path / "one.json"
+    single.write_text(json.dumps(result), encoding="utf-8")
+    out = tmp_path / "learned.csv"
+    args = ["parties", "learn", str(jsonl), str(single), "--min-seen", "3", "-o", str(out)]
+    assert main(args) == 0  # three documents: two lines and one file
+    assert "2 parties registered" in capsys.readouterr().err
+    parties = load_parties(out)
+    assert parties.name_for(truth()["buyer_tax_id"]) == truth()["buyer_name"]
+    assert main(["parties", "learn", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl: not readable as results JSON" in capsys.readouterr().err
