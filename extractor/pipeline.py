@@ -311,7 +311,7 @@ class Extractor:
         allowlists = [allowed for page in pages for allowed in page.allowlists]
         known = set()
         if self.parties:
-            for page, start in zip(pages, starts, strict=False):
+            for page, start in zip(pages, starts[:-1], strict=True):
                 names = {party.name for party in page.template.parties}
                 known.update(start + i for i, c in enumerate(page.crops) if c.spec.name in names)
         reads = recognize_confirming(self.engine, images, allowlists, confirmed, known)
@@ -1089,9 +1089,9 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
     """Each party's name and tax id (the template's ``parties``) against the registry. A tax id
     that passes its checks and is registered vouches for the name registered with it: a name
     read so is confirmed with it, one read close to it (:func:`_close`) takes the registered
-    name (the tax id valid), one further off is flagged. Else a name read as
-    registered vouches for its tax id: one read a character off takes the registered one, one
-    further off is flagged."""
+    name (the tax id valid), one further off is flagged. Else a name read as registered vouches
+    for its tax id: one read a character off takes the registered one (and confirms the name in
+    doubt), one further off is flagged (the name valid)."""
     for party in template.parties:
         name, tax_id = fields.get(party.name), fields.get(party.tax_id)
         if name is None or tax_id is None:  # an unaligned page: only what the fallback found
@@ -1111,9 +1111,10 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
         owner = parties.tax_id_for(name.value) if _passes(name) else None
         if owner is None or owner == tax_id.value:
             continue
-        if name.valid and tax_id.value and _one_edit(tax_id.value, owner):
+        if tax_id.value and _one_edit(tax_id.value, owner):  # the pair as registered, but one slip
             how = f"the party registry's tax id for {name.value!r}"
             fields[party.tax_id] = _registered(tax_id, owner, how)
+            _confirm(name, "confirmed by the party registry")
         elif name.valid:
             tax_id.errors.append(f"the party registry gives {name.value!r} the tax id {owner}")
             tax_id.valid = False

@@ -158,6 +158,12 @@ def test_a_tax_id_one_character_off_the_registered_names_takes_it() -> None:
     slipped = BUYER_ID[:5] + ("8" if BUYER_ID[5] != "8" else "9") + BUYER_ID[6:]
     page = check(REGISTRY, buyer_tax_id=field(slipped, "check character mismatch"))
     assert page["buyer_tax_id"].value == BUYER_ID and page["buyer_tax_id"].valid
+    page = check(
+        REGISTRY,
+        buyer_name=field("上海某某科技有限公司", "uncertain character '某' (0.55)"),
+        buyer_tax_id=field(slipped, "check character mismatch"),
+    )
+    assert page["buyer_tax_id"].value == BUYER_ID and page["buyer_name"].valid  # the pair
     other = uscc("91110000MA0000001")
     page = check(REGISTRY, buyer_tax_id=field(other))
     assert not page["buyer_tax_id"].valid
