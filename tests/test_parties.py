@@ -2,13 +2,11 @@
 small model the names it confirms (real models on real fixture pages)."""
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
-import numpy as np
 import pytest
+from test_engine_cascade import Counting
 
-from extractor.engines import Recognition, Recognizer
 from extractor.engines.cascade import CascadeRecognizer
 from extractor.engines.ppocr import PPOCRRecognizer
 from extractor.fields import uscc_check_char
@@ -178,20 +176,6 @@ def test_parties_not_registered_are_left_as_read() -> None:
 
 
 # -- on real pages, real models -----------------------------------------------------------------
-
-
-class Counting:
-    """A real engine, with the crops it was given counted."""
-
-    def __init__(self, engine: Recognizer) -> None:
-        self.engine, self.name, self.seen = engine, engine.name, 0
-        self.characters = getattr(engine, "characters", None)
-
-    def recognize(
-        self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
-    ) -> list[Recognition]:
-        self.seen += len(crops)
-        return self.engine.recognize(crops, allowlists)
 
 
 @pytest.fixture(scope="module")
