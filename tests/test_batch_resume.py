@@ -172,7 +172,7 @@ def test_run_crashing_between_write_and_commit_resumes_exactly_once(
 
     calls: list[str] = []
 
-    def fake_outcomes(opts: BatchOptions, todo):  # type: ignore[no-untyped-def]
+    def fake_outcomes(opts: BatchOptions, todo, parties):  # type: ignore[no-untyped-def]
         for doc in todo:
             calls.append(doc.path)
             yield doc, {"ok": True, "result": json.dumps(_result(doc.path)), "pages": 1}

@@ -53,7 +53,7 @@ def _fake_result(doc: Document) -> dict[str, Any]:
 
 
 def _fake_outcomes(
-    opts: BatchOptions, todo: Sequence[Document]
+    opts: BatchOptions, todo: Sequence[Document], parties: object
 ) -> Iterator[tuple[Document, dict[str, Any]]]:
     for doc in todo:
         result = _fake_result(doc)

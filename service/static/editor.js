@@ -197,6 +197,10 @@ function renameInRules(oldName, newName) {
     state.base.qr.fields[newName] = state.base.qr.fields[oldName];
     delete state.base.qr.fields[oldName];
   }
+  for (const party of state.base.parties || []) {
+    if (party.name === oldName) party.name = newName;
+    if (party.tax_id === oldName) party.tax_id = newName;
+  }
 }
 
 function dropFromRules(name) {
@@ -311,6 +315,10 @@ function templateForServer() {
     return out;
   });
   if (!t.rules || !t.rules.length) delete t.rules;
+  // a party pairs a name field with a tax_id field: drop those a deletion or a kind broke
+  const kinds = Object.fromEntries(t.fields.map((f) => [f.name, f.kind]));
+  t.parties = (t.parties || []).filter((p) => kinds[p.name] === "name" && kinds[p.tax_id] === "tax_id");
+  if (!t.parties.length) delete t.parties;
   return t;
 }
 
