@@ -324,7 +324,9 @@ class Extractor:
         total), every field the rule names read valid (a value that passes its checks, each
         character at the field's bar), or the party registry gives the tax id read the name
         read (both passing their checks, in doubt or not: a name read exactly as registered for
-        a registered tax id is not read so by chance). Two readings do not agree by chance: a
+        a registered tax id is not read so by chance), or one close to it (:func:`_close`) when
+        the tax id is valid: :func:`_check_parties` gives such a name the registered one, as it
+        would give it a second reading close to it. Two readings do not agree by chance: a
         second one could only undo them. (A reading in doubt is read again: it would send the
         page to the fallback.)"""
         template = prepared.template
@@ -339,7 +341,10 @@ class Extractor:
         passing = {name: f.value for name, f in fields.items() if _passes(f)}
         for party in template.parties if self.parties is not None else ():
             name, tax_id = passing.get(party.name), passing.get(party.tax_id)
-            if name and self.parties.name_for(tax_id) == name:
+            registered = self.parties.name_for(tax_id)
+            if name is None or registered is None:
+                continue
+            if name == registered or (values.get(party.tax_id) and _close(name, registered)):
                 agreed.update((party.name, party.tax_id))
         for rule in holding_rules(template, values):
             if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:

@@ -17,9 +17,9 @@ A caller that can cross-check readings passes ``confirmed`` (the pipeline does,
 readings confirm as it is (the QR code states the same value; amount + tax = total, or the total
 in words states the total, with every field of the rule read valid) is kept, not read again.
 With a party registry the caller names the name crops it may know (``known``): tiny reads them
-too, and a name it reads exactly as registered for the tax id beside it is kept
-(:mod:`extractor.parties`); tiny's missing characters cannot be read exactly, so such a name
-goes to the small model as before.
+too, and a name it reads as registered for the tax id beside it, or close to it with that tax
+id valid (the registry then gives the registered name whoever reads it), is kept
+(:mod:`extractor.parties`); any other goes to the small model as before.
 
 Measured (docs/benchmarks.md, 08:08 run): recognition 141 -> 88 ms of one core per page, 1.28x
 end to end, with the same fields right and wrong on every scored fixture page. On a GPU the
