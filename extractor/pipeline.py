@@ -362,6 +362,8 @@ class Extractor:
             }
         with _timed(prepared.timings, "recognize"):  # mostly: a crop is cut, then read
             self._read_wider(prepared.crops, fields)
+        if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
+            _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
         if self._wants_fallback(prepared, fields):
             with _timed(prepared.timings, "fallback"):
@@ -1091,7 +1093,9 @@ def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> N
 
 
 def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:
-    """Each party's name and tax id (the template's ``parties``) against the registry. A tax id
+    """Each party's name and tax id (the template's ``parties``) against the registry, in place
+    (twice on a page that takes the fallback: before it, so that it does not read again what
+    the registry settles, and on what it returns). A tax id
     that passes its checks and is registered vouches for the name registered with it: a name
     read so is confirmed with it, one read close to it (:func:`_close`) takes the registered
     name (the tax id valid), one further off is flagged. Else a name read as registered vouches
@@ -1110,8 +1114,7 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
                 how = f"the party registry's name for tax id {tax_id.value}"
                 fields[party.name] = _registered(name, registered, how)
             elif tax_id.valid:
-                name.errors.append(f"the party registry names {tax_id.value} {registered!r}")
-                name.valid = False
+                _flag(name, f"the party registry names {tax_id.value} {registered!r}")
             continue
         owner = parties.tax_id_for(name.value) if _passes(name) else None
         if owner is None or owner == tax_id.value:
@@ -1121,8 +1124,14 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
             fields[party.tax_id] = _registered(tax_id, owner, how)
             _confirm(name, "confirmed by the party registry")
         elif name.valid:
-            tax_id.errors.append(f"the party registry gives {name.value!r} the tax id {owner}")
-            tax_id.valid = False
+            _flag(tax_id, f"the party registry gives {name.value!r} the tax id {owner}")
+
+
+def _flag(field: FieldResult, why: str) -> None:
+    """Flag a field, once (the registry is checked before the fallback and again after)."""
+    if why not in field.errors:
+        field.errors.append(why)
+    field.valid = False
 
 
 def _passes(field: FieldResult) -> bool:
@@ -1151,7 +1160,7 @@ def _close(read: str, registered: str) -> bool:
 
 
 def _registered(field: FieldResult, value: str, how: str) -> FieldResult:
-    note = f"{how}: the print read {field.raw!r}"
+    note = f"{how}: read as {field.value or field.raw!r}"
     return field.model_copy(update={"value": value, "valid": True, "errors": [], "note": note})
 
 

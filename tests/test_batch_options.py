@@ -154,7 +154,7 @@ def test_a_party_registry_reaches_the_workers(folder: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-3000:]
     buyer = _pages(out)[Path(CLEAN).name]["fields"]["buyer_name"]
     assert buyer["value"] == registered and buyer["valid"]
-    assert buyer["note"].endswith(f"the print read {truth['buyer_name']!r}")
+    assert buyer["note"].endswith(f"read as {truth['buyer_name']!r}")
     proc = roi_batch(folder, *args, "--parties", folder.parent / "none.csv")
     assert proc.returncode == 2 and "cannot read the party registry" in proc.stderr
     assert "Traceback" not in proc.stderr

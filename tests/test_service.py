@@ -552,7 +552,7 @@ def test_the_party_registry_reaches_every_worker(tight: Server) -> None:
     buyer = response.json()["pages"][0]["fields"]["buyer_name"]
     print_read = _truth_values(json.loads(PARTY_PAGE.with_suffix(".json").read_text()))
     assert buyer["value"] == print_read["buyer_name"][:-1] + "赟" and buyer["valid"]
-    assert buyer["note"].endswith(f"the print read {print_read['buyer_name']!r}")
+    assert buyer["note"].endswith(f"read as {print_read['buyer_name']!r}")
 
 
 def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:
