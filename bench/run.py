@@ -49,6 +49,7 @@ VARIANTS: list[Variant] = [
     Variant("small", engine="small"),
     Variant("shipped-auto", fallback="auto"),
     Variant("parties", parties=True),
+    Variant("parties-auto", fallback="auto", parties=True, versus="shipped-auto"),
     Variant("full-search", patch="full-search"),
     Variant("ecc-off", patch="ecc-off"),
     Variant("work-800", patch="work-800"),
