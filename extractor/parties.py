@@ -6,11 +6,12 @@ nearly every invoice) and can export it as CSV. Given one (``roi extract --parti
 pairs (``parties:`` in its YAML) are checked against it:
 
 - a name read exactly as the registry names the tax id read (a USCC that passes its check
-  character) confirms both: the cascade keeps the cheap model's reading of such a name instead
-  of reading it again with the small one (:meth:`extractor.pipeline.Extractor.recognize`), and
-  a name or tax id in doubt is confirmed;
-- a name read a character or two off the registered one takes the registered name, with a note
-  saying how it was read; one further off is flagged;
+  character) confirms both, a name or tax id in doubt included;
+- a name read a character or two off the registered one (or with the next printed line glued
+  on) takes the registered name, with a note saying how it was read; one further off is
+  flagged. Either way the cascade keeps the cheap model's reading of a name that is, or is
+  close to, the registered one instead of reading it again with the small one
+  (:meth:`extractor.pipeline.Extractor.recognize`): the registry decides its value;
 - a tax id read otherwise than the registry gives the name read is mended the same way when one
   character is off, flagged otherwise.
 
