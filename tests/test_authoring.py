@@ -75,8 +75,15 @@ def test_init_proposes_the_key_fields_with_kinds(proposed: InitResult) -> None:
     assert template.field("total").kind is FieldKind.amount
     assert template.field("total").allowlist == "amount"
     assert template.field("total").decimals == 2  # as the sample prints it
-    # the sum and same rules are proposed when their fields are
+    # the sum and same rules are proposed when their fields are, and so are the parties
     assert [r.rule for r in template.rules] == ["sum", "same"]
+    assert [(p.name, p.tax_id) for p in template.parties] == [
+        ("buyer_name", "buyer_tax_id"),
+        ("seller_name", "seller_tax_id"),
+    ]
+    assert "parties:\n  - {name: buyer_name, tax_id: buyer_tax_id}" in proposed.yaml_path.read_text(
+        encoding="utf-8"
+    )
 
 
 @pytest.mark.parametrize("scan", ["vat_invoice_0001.jpg", "vat_invoice_0002.jpg"])

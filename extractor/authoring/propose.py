@@ -433,6 +433,12 @@ def _rules_for(names: set[str]) -> list[dict[str, object]]:
     return rules
 
 
+def _parties_for(names: set[str]) -> list[dict[str, str]]:
+    """The buyer's and the seller's name and tax id, paired for a party registry."""
+    pairs = [{"name": f"{side}_name", "tax_id": f"{side}_tax_id"} for side in ("buyer", "seller")]
+    return [pair for pair in pairs if set(pair.values()) <= names]
+
+
 def reference_from_sample(
     sample: str | Path | bytes, dpi: int = DEFAULT_DPI, *, ocr: Ocr | None = None
 ) -> tuple[np.ndarray, tuple[float, float], list[Proposal], float]:
@@ -501,6 +507,9 @@ def init_template(
     rules = _rules_for(names)
     if rules:
         data["rules"] = rules
+    parties = _parties_for(names)
+    if parties:
+        data["parties"] = parties
     header = [
         f"Proposed by `roi template init` from {Path(sample).name} on {dt.date.today()}.",
         "Each field is a printed label found by full-page OCR and the value beside it: keep,",
@@ -515,7 +524,10 @@ def init_template(
         ]
         for p in proposals
     }
-    sections = {"rules": ["Cross-checks between the proposed fields (delete what does not hold)."]}
+    sections = {
+        "rules": ["Cross-checks between the proposed fields (delete what does not hold)."],
+        "parties": ["Names and tax ids a party registry (--parties) checks together."],
+    }
     text = dump_template(data, header, comments, sections)
     try:
         template = write_template_yaml(yaml_path, text)

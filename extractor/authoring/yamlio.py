@@ -25,6 +25,7 @@ TOP_ORDER = (
     "crop_margin_mm",
     "fields",
     "rules",
+    "parties",
     "qr",
 )
 FIELD_ORDER = (
@@ -92,8 +93,9 @@ def template_data(template: Template) -> dict[str, Any]:
         data["qr"]["box"] = [data["qr"]["box"][k] for k in "xywh"]
         if not data["qr"].get("fields"):
             data["qr"].pop("fields", None)
-    if not data.get("rules"):
-        data.pop("rules", None)
+    for key in ("rules", "parties"):
+        if not data.get(key):
+            data.pop(key, None)
     if not data.get("title"):
         data.pop("title", None)
     return data
@@ -119,9 +121,9 @@ def dump_template(
                 items = _ordered(field, FIELD_ORDER)
                 for i, (k, v) in enumerate(items):
                     out.append(f"{'  - ' if i == 0 else '    '}{k}: {_flow(v)}")
-        elif key == "rules":
-            out.append("rules:")
-            out += [f"  - {_flow(rule)}" for rule in value]
+        elif key in ("rules", "parties"):
+            out.append(f"{key}:")
+            out += [f"  - {_flow(item)}" for item in value]
         elif isinstance(value, Mapping) and not _small(value):
             out.append(f"{key}:")
             out += [f"  {k}: {_flow(v)}" for k, v in value.items()]
