@@ -158,3 +158,16 @@ def test_a_party_registry_reaches_the_workers(folder: Path) -> None:
     proc = roi_batch(folder, *args, "--parties", folder.parent / "none.csv")
     assert proc.returncode == 2 and "cannot read the party registry" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_ray_passes_the_party_registry_to_its_actors(folder: Path) -> None:
+    pytest.importorskip("ray.data")
+    truth = _truth(Path(CLEAN).name)
+    registered = truth["buyer_name"][:-1] + "赟"
+    registry = folder.parent / "parties-ray.csv"
+    registry.write_text(f"tax_id,name\n{truth['buyer_tax_id']},{registered}\n", encoding="utf-8")
+    out = folder.parent / "out-parties-ray"
+    args = ("-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never", "--ray")
+    proc = roi_batch(folder, *args, "--parties", registry)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _pages(out)[Path(CLEAN).name]["fields"]["buyer_name"]["value"] == registered
