@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import csv
 import io
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,15 +44,27 @@ class PartiesError(RoiError):
     """The party registry file cannot be read or holds a bad row."""
 
 
+def name_key(name: str) -> str:
+    """A name as compared: full- and half-width forms alike (NFKC: an ERP's ``(福州)`` is the
+    invoice's ``（福州）``), spaces dropped."""
+    return "".join(unicodedata.normalize("NFKC", name).split())
+
+
+def same_name(a: str | None, b: str | None) -> bool:
+    return a is not None and b is not None and name_key(a) == name_key(b)
+
+
 class Parties:
-    """Tax id -> name, and name -> tax id where a name is registered once."""
+    """Tax id -> name, and name -> tax id where a name is registered once (names compared by
+    :func:`name_key`)."""
 
     def __init__(self, names: Mapping[str, str]) -> None:
         self._names = dict(names)
         by_name: dict[str, str | None] = {}
         for tax_id, name in self._names.items():
-            by_name[name] = None if name in by_name else tax_id
-        self._tax_ids = {name: tax_id for name, tax_id in by_name.items() if tax_id is not None}
+            key = name_key(name)
+            by_name[key] = None if key in by_name else tax_id
+        self._tax_ids = {key: tax_id for key, tax_id in by_name.items() if tax_id is not None}
 
     def __len__(self) -> int:
         return len(self._names)
@@ -60,7 +73,7 @@ class Parties:
         return self._names.get(tax_id) if tax_id else None
 
     def tax_id_for(self, name: str | None) -> str | None:
-        return self._tax_ids.get(name) if name else None
+        return self._tax_ids.get(name_key(name)) if name else None
 
 
 def load_parties(path: str | Path) -> Parties:
@@ -142,6 +155,7 @@ def learn_parties(
     others (:data:`OUTVOTE`), or is left out. A name or tax id the
     registry gave (its ``note`` says so) is not learned again from itself."""
     seen: dict[str, Counter[str]] = {}
+    printed: dict[str, str] = {}  # a name's key -> the form it was first read in
     for result in results:
         pairs: set[tuple[str, str]] = set()  # a document counts once, however many pages
         for page in result.get("pages") or []:
@@ -152,8 +166,8 @@ def learn_parties(
                 name, tax_id = fields.get(party.name), fields.get(party.tax_id)
                 if _trusted(name) and _trusted(tax_id):
                     pairs.add((tax_id["value"], name["value"]))
-        for tax_id, name in pairs:
-            seen.setdefault(tax_id, Counter())[name] += 1
+        for tax_id, name in pairs:  # names counted alike whatever their width (name_key)
+            seen.setdefault(tax_id, Counter())[printed.setdefault(name_key(name), name)] += 1
     learned = Learned({})
     for tax_id, names in sorted(seen.items()):
         (name, count), *others = names.most_common()

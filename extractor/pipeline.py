@@ -53,7 +53,7 @@ from extractor.fields import (
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
-from extractor.parties import Parties, load_parties
+from extractor.parties import Parties, load_parties, name_key, same_name
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -344,7 +344,8 @@ class Extractor:
             registered = self.parties.name_for(tax_id)
             if name is None or registered is None:
                 continue
-            if name == registered or (values.get(party.tax_id) and _close(name, registered)):
+            valid_tax_id = values.get(party.tax_id) is not None
+            if (_close if valid_tax_id else same_name)(name, registered):
                 agreed.update((party.name, party.tax_id))
         for rule in holding_rules(template, values):
             if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
@@ -1097,21 +1098,24 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
     (twice on a page that takes the fallback: before it, so that it does not read again what
     the registry settles, and on what it returns). A tax id
     that passes its checks and is registered vouches for the name registered with it: a name
-    read so is confirmed with it, one read close to it (:func:`_close`) takes the registered
-    name (the tax id valid), one further off is flagged. Else a name read as registered vouches
-    for its tax id: one read a character off takes the registered one (and confirms the name in
-    doubt), one further off is flagged (the name valid)."""
+    read so (:func:`~extractor.parties.same_name`: whatever its width and spaces; it is then
+    given as registered) is confirmed with it, one read close to it (:func:`_close`) takes the
+    registered name (the tax id valid), one further off is flagged. Else a name read as
+    registered vouches for its tax id: one read a character off takes the registered one (and
+    confirms the name in doubt), one further off is flagged (the name valid)."""
     for party in template.parties:
         name, tax_id = fields.get(party.name), fields.get(party.tax_id)
         if name is None or tax_id is None:  # an unaligned page: only what the fallback found
             continue
         registered = parties.name_for(tax_id.value) if _passes(tax_id) else None
+        how = f"the party registry's name for tax id {tax_id.value}"
         if registered is not None:
-            if name.value == registered:
+            if same_name(name.value, registered):  # as registered, but for width or spaces
+                if name.value != registered:
+                    fields[party.name] = name = _registered(name, registered, how)
                 for field in (name, tax_id):
                     _confirm(field, "confirmed by the party registry")
             elif tax_id.valid and _close(name.value or "", registered):
-                how = f"the party registry's name for tax id {tax_id.value}"
                 fields[party.name] = _registered(name, registered, how)
             elif tax_id.valid:
                 _flag(name, f"the party registry names {tax_id.value} {registered!r}")
@@ -1155,6 +1159,7 @@ def _close(read: str, registered: str) -> bool:
     """Whether a name read is the registered one misread: off by one character in five, at
     most :data:`PARTY_NAME_SLIPS` (a short name by none: 张三 read 李四 is another name), or
     holding it whole with more text glued on (the next printed line read with it)."""
+    read, registered = name_key(read), name_key(registered)
     slips = min(PARTY_NAME_SLIPS, len(registered) // 5)
     return _slips(read, registered) <= slips or (len(registered) >= 5 and registered in read)
 

@@ -120,6 +120,24 @@ def test_a_name_read_as_registered_confirms_a_doubtful_pair() -> None:
     assert page["seller_name"].note is None  # valid already: nothing to say
 
 
+def test_names_are_compared_whatever_their_width_and_spaces() -> None:
+    """A reading with half-width ``(福州)`` or a space is the registered ``（福州）``: the pair is
+    confirmed, the name given as registered; looked up by name the same way."""
+    registered = "达航丰工汽车销售服务（福州）有限公司"
+    parties = Parties({BUYER_ID: registered, SELLER_ID: "深圳某某电子有限公司"})
+    read = "达航丰工汽车销售服务 (福州) 有限公司"
+    page = check(
+        parties,
+        buyer_name=field(read, "uncertain character '丰' (0.55)"),
+        buyer_tax_id=field(BUYER_ID, "low recognition confidence (0.52)"),
+    )
+    buyer = page["buyer_name"]
+    assert (buyer.value, buyer.valid) == (registered, True)
+    assert buyer.note == f"the party registry's name for tax id {BUYER_ID}: read as {read!r}"
+    assert page["buyer_tax_id"].valid  # confirmed with it, though only in doubt
+    assert parties.tax_id_for(read) == BUYER_ID
+
+
 def test_a_name_two_characters_off_takes_the_registered_name() -> None:
     page = check(
         REGISTRY, buyer_name=field("上海某其科技有限公可", "uncertain character '其' (0.6)")
@@ -266,6 +284,8 @@ def test_parties_read_alike_in_two_documents_are_learned(result: dict, tmp_path:
     }
     assert learn_parties([result], TemplateStore()).names == {}  # seen once: not yet
     assert learn_parties([result], TemplateStore()).rare == 2
+    spaced = renamed(result, " ".join(fields["buyer_name"]))  # the same name, read with spaces
+    assert learn_parties([result, spaced], TemplateStore()).names == learned.names
     misread = renamed(result, fields["buyer_name"][:-1] + "赟")
     learned = learn_parties([result, result, result, misread], TemplateStore())
     assert learned.names[fields["buyer_tax_id"]] == fields["buyer_name"]  # outvoted, 3 to 1
