@@ -1096,10 +1096,10 @@ def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> N
 def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:
     """Each party's name and tax id (the template's ``parties``) against the registry, in place
     (twice on a page that takes the fallback: before it, so that it does not read again what
-    the registry settles, and on what it returns). A tax id
-    that passes its checks and is registered vouches for the name registered with it: a name
-    read so (:func:`~extractor.parties.same_name`: whatever its width and spaces; it is then
-    given as registered) is confirmed with it, one read close to it (:func:`_close`) takes the
+    the registry settles, and on what it returns). A tax id that passes its checks and is
+    registered vouches for the name registered with it: a name read so
+    (:func:`~extractor.parties.same_name`: whatever its width and spaces; it is then given as
+    registered) is confirmed with it, one read close to it (:func:`_close`) takes the
     registered name (the tax id valid), one further off is flagged. Else a name read as
     registered vouches for its tax id: one read a character off takes the registered one (and
     confirms the name in doubt), one further off is flagged (the name valid)."""
