@@ -156,13 +156,12 @@ def learn_parties(
     registry gave (its ``note`` says so) is not learned again from itself."""
     seen: dict[str, Counter[str]] = {}
     printed: dict[str, str] = {}  # a name's key -> the form it was first read in
+    parties_of = {template.name: template.parties for template in templates.all()}
     for result in results:
         pairs: set[tuple[str, str]] = set()  # a document counts once, however many pages
         for page in result.get("pages") or []:
-            fields, template = page.get("fields") or {}, page.get("template")
-            if template not in templates.names():
-                continue
-            for party in templates.get(template).parties:
+            fields = page.get("fields") or {}
+            for party in parties_of.get(page.get("template") or "", []):
                 name, tax_id = fields.get(party.name), fields.get(party.tax_id)
                 if _trusted(name) and _trusted(tax_id):
                     pairs.add((tax_id["value"], name["value"]))

@@ -467,7 +467,7 @@ class Extractor:
             return False
         if prepared.fallback == "always" or not prepared.alignment.matched:
             return True
-        doubted = _doubted(prepared, fields, self.parties)
+        doubted = _doubted(prepared, fields)
         return any(prepared.template.field(name).required for name in doubted)
 
     def _fallback(
@@ -1049,9 +1049,7 @@ def _require_confirmation(
             if other is not None:  # the sum cannot tell the two apart
                 field.errors.append(f"{_describe(rule)} holds read otherwise too: {other}")
                 continue
-            field.errors, field.valid = [], True
-            confirmed = f"confirmed by {_describe(rule)}"  # after a mend's note, not over it
-            field.note = f"{field.note}; {confirmed}" if field.note else confirmed
+            _confirm(field, f"confirmed by {_describe(rule)}")
     flagged = {name for name, f in fields.items() if not f.valid}
     for name, why in unconfirmed(template, values, flagged).items():
         field = fields[name]
@@ -1108,8 +1106,8 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
         if name is None or tax_id is None:  # an unaligned page: only what the fallback found
             continue
         registered = parties.name_for(tax_id.value) if _passes(tax_id) else None
-        how = f"the party registry's name for tax id {tax_id.value}"
         if registered is not None:
+            how = f"the party registry's name for tax id {tax_id.value}"
             if same_name(name.value, registered):  # as registered, but for width or spaces
                 if name.value != registered:
                     fields[party.name] = name = _registered(name, registered, how)
@@ -1144,6 +1142,7 @@ def _passes(field: FieldResult) -> bool:
 
 
 def _confirm(field: FieldResult, how: str) -> None:
+    """A field flagged only for doubt made valid, ``how`` after any note it has (a mend's)."""
     if not field.valid and _only_doubt(field):
         field.errors, field.valid = [], True
         field.note = f"{field.note}; {how}" if field.note else how
@@ -1169,9 +1168,7 @@ def _registered(field: FieldResult, value: str, how: str) -> FieldResult:
     return field.model_copy(update={"value": value, "valid": True, "errors": [], "note": note})
 
 
-def _doubted(
-    prepared: PreparedPage, fields: dict[str, FieldResult], parties: Parties | None = None
-) -> list[str]:
+def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str]:
     """The fields not valid as read that the page's cross-checks (:func:`_cross_check`) leave
     invalid too: what the fallback is for. A doubtful total in words that states the total is
     not (full-page OCR would cost seconds to read it again); neither is a field that read valid
@@ -1179,7 +1176,7 @@ def _doubted(
     if all(field.valid for field in fields.values()):
         return []
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
-    _cross_check(prepared.template, prepared.qr, checked, parties)
+    _cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
     return [name for name, field in fields.items() if not field.valid and not checked[name].valid]
 
 
