@@ -47,6 +47,7 @@ SPEED_STAGES = tasks.STAGES
 VARIANTS: list[Variant] = [
     Variant("base"),
     Variant("small", engine="small"),
+    Variant("check-print", check_print=True),
     Variant("shipped-auto", fallback="auto"),
     Variant("parties", parties=True),
     Variant("parties-auto", fallback="auto", parties=True, versus="shipped-auto"),
@@ -60,9 +61,11 @@ VARIANTS: list[Variant] = [
     Variant("base2"),
 ]
 # the variants timed beside the shipped path and full-page OCR, in the same process
-PAIRED_ALSO = ("small", "parties", "cascade-ov") if openvino_installed() else ("small", "parties")
+PAIRED_ALSO = ("small", "check-print", "parties") + (
+    ("cascade-ov",) if openvino_installed() else ()
+)
 STAGE_PLOT = ("small", "base", "full-search", "work-800", "cascade-ov")
-QUICK_VARIANTS = {"base", "small", "parties", "cascade-ov", "base2"}
+QUICK_VARIANTS = {"base", "small", "check-print", "parties", "cascade-ov", "base2"}
 
 
 def _docs(fixtures: Path, levels: list[str], per_level: int | None) -> list[Path]:

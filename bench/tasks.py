@@ -100,6 +100,7 @@ def _timed_extractor(
     records: list[dict[str, Any]],
     fallback: str = "never",
     parties: Path | None = None,
+    check_print: bool = False,
 ) -> Any:
     """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
     time and the per-stage split."""
@@ -133,8 +134,11 @@ def _timed_extractor(
                 )
             return result
 
+    options: dict[str, Any] = {"check_print": True} if check_print else {}
     try:  # one thread for the fallback's full-page OCR too, as in a service worker
-        return TimedExtractor(engine=engine, fallback=fallback, threads=1, parties=parties)  # type: ignore[arg-type]
+        return TimedExtractor(
+            engine=engine, fallback=fallback, threads=1, parties=parties, **options
+        )
     except TypeError:  # an extractor without the full-page fallback
         return TimedExtractor(engine=engine)  # type: ignore[arg-type]
 
@@ -182,7 +186,7 @@ def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
     fixtures = Path(spec["fixtures"])
     parties = fixture_parties(fixtures) if variant.parties else None
     extractor = _timed_extractor(
-        engine, set(spec["timed_levels"]), records, variant.fallback, parties
+        engine, set(spec["timed_levels"]), records, variant.fallback, parties, variant.check_print
     )
     warm = sorted((fixtures / spec["timed_levels"][0]).glob("*.jpg"))[0]
     extractor.extract(warm, "vat_invoice")
@@ -231,7 +235,9 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
         records: list[dict[str, Any]] = []
         engine = variants.ENGINES[variant.engine].build(models)
         parties = fixture_parties(docs[0].parent.parent) if variant.parties else None
-        extractor = _timed_extractor(engine, levels, records, variant.fallback, parties)
+        extractor = _timed_extractor(
+            engine, levels, records, variant.fallback, parties, variant.check_print
+        )
         others.append((variant, engine, extractor, records))
     full = fullpage_engine(threads=1)
 

@@ -424,6 +424,9 @@ class Variant:
     parties: bool = False
     """Every party registered: a ``--parties`` registry of the fixtures' own tax ids and names
     (what a finance team's vendor master holds), :func:`bench.tasks.fixture_parties`."""
+    check_print: bool = False
+    """The print of the fields the QR code states read too (``--check-print``; the product
+    takes them from the code unread)."""
 
     @property
     def label(self) -> str:
@@ -432,6 +435,8 @@ class Variant:
             parts.append(patch_label(self.patch))
         if self.parties:
             parts.append("every party registered (`--parties`: the fixtures' tax ids and names)")
+        if self.check_print:
+            parts.append("the QR code's fields read from the print too (`--check-print`)")
         if self.fallback != "never":
             parts.append(f"full-page fallback {self.fallback}")
         return " + ".join(parts)

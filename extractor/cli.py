@@ -24,6 +24,10 @@ PARTIES_HELP = (
     "a CSV of known parties (columns tax_id, name: your vendor master) that names and tax ids "
     "are checked against; names read as registered also skip the slower model"
 )
+CHECK_PRINT_HELP = (
+    "read the print of the fields the QR code states too, and flag a field whose print says "
+    "otherwise (by default they are taken from the code unread: faster)"
+)
 
 
 def _extract(args: argparse.Namespace) -> int:
@@ -36,7 +40,12 @@ def _extract(args: argparse.Namespace) -> int:
     if provider := _provider(args):
         options["provider"] = provider
     extractor = Extractor(
-        engine=args.engine, dpi=args.dpi, fallback=args.fallback, parties=args.parties, **options
+        engine=args.engine,
+        dpi=args.dpi,
+        fallback=args.fallback,
+        parties=args.parties,
+        check_print=args.check_print,
+        **options,
     )
     if args.template != "auto":
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
@@ -79,7 +88,12 @@ def _eval(args: argparse.Namespace) -> int:
     from extractor.evaluate import evaluate, print_report
     from extractor.pipeline import Extractor
 
-    extractor = Extractor(engine=args.engine, fallback=args.fallback, parties=args.parties)
+    extractor = Extractor(
+        engine=args.engine,
+        fallback=args.fallback,
+        parties=args.parties,
+        check_print=args.check_print,
+    )
     report = evaluate(Path(args.dir), template=args.template, extractor=extractor)
     if args.json:
         print(report.model_dump_json(indent=2))
@@ -115,6 +129,7 @@ def _batch(args: argparse.Namespace) -> int:
         doc_timeout=args.doc_timeout,
         provider=_provider(args),
         parties=args.parties,
+        check_print=args.check_print,
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -231,6 +246,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="full-page OCR when a page does not match or a required field fails (auto)",
     )
     ex.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
+    ex.add_argument("--check-print", action="store_true", help=CHECK_PRINT_HELP)
     ex.set_defaults(func=_extract)
 
     tp = sub.add_parser("templates", help="list templates, or show one as JSON")
@@ -244,6 +260,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--fallback", choices=("auto", "never", "always"), default="auto")
     ev.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
+    ev.add_argument("--check-print", action="store_true", help=CHECK_PRINT_HELP)
     ev.set_defaults(func=_eval)
 
     sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
@@ -295,6 +312,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(a pathological page); 0: no limit; local pool only (default: %(default)g)",
     )
     ba.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
+    ba.add_argument(
+        "--check-print",
+        action="store_true",
+        help=CHECK_PRINT_HELP + "; an --out folder keeps the setting of its first run",
+    )
     ba.set_defaults(func=_batch)
 
     pa = sub.add_parser("parties", help="party registries: learn one from past results")

@@ -11,6 +11,7 @@ caller (the service's workers) can batch crops from many pages into one recognis
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -132,14 +133,22 @@ class PreparedPage:
     """Every template's match score, when the template was picked per page (auto)."""
     lines: list[TextLine] | None = None
     """Full-page OCR of the page, when auto-pick already ran it."""
+    stated: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The fields taken from the QR code unread (:attr:`Extractor.check_print` off): the
+    values it states that pass the fields' checks."""
+
+    @property
+    def to_read(self) -> list[Crop]:
+        """The crops recognition reads: those of the fields the QR code does not state."""
+        return [c for c in self.crops if c.spec.name not in self.stated]
 
     @property
     def images(self) -> list[np.ndarray]:
-        return [c.image for c in self.crops]
+        return [c.image for c in self.to_read]
 
     @property
     def allowlists(self) -> list[str | None]:
-        return _allowlists(self.crops)
+        return _allowlists(self.to_read)
 
 
 def _allowlists(crops: Sequence[Crop]) -> list[str | None]:
@@ -158,10 +167,15 @@ class Extractor:
         fallback: FallbackMode = "auto",
         text_layer: bool = True,
         parties: Parties | str | Path | None = None,
+        check_print: bool = False,
         **engine_options: object,
     ) -> None:
         """``parties``: a party registry (:mod:`extractor.parties`, or its CSV file) that the
-        names and tax ids read are checked against."""
+        names and tax ids read are checked against. ``check_print``: read the print of the
+        fields the page's QR code states too, and flag a field whose print says otherwise; by
+        default they are taken from the code unread (source ``qr``): the code is what the tax
+        bureau issued, and reading its fields again is ~40% of the recogniser's work on a
+        page (docs/benchmarks.md)."""
         self.templates = templates or TemplateStore()
         self.parties = load_parties(parties) if isinstance(parties, str | Path) else parties
         self.engine = get_engine(engine, **engine_options) if isinstance(engine, str) else engine
@@ -169,6 +183,7 @@ class Extractor:
         self.min_confidence = min_confidence
         self.fallback = fallback
         self.text_layer = text_layer
+        self.check_print = check_print
         self._fullpage = _fullpage_device(engine_options)
         self._reference_labels: dict[tuple[str, Path | None], ReferenceLabels] = {}
 
@@ -289,6 +304,8 @@ class Extractor:
             qr = read_qr(image, alignment.homography, chosen)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
+        if qr is not None and not self.check_print:
+            prepared.stated = _stated(chosen, qr)
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition]]:
@@ -298,7 +315,7 @@ class Extractor:
         page's other readings confirm (:meth:`_confirmed`): those are not read again."""
         starts = [0]
         for page in pages:
-            starts.append(starts[-1] + len(page.crops))
+            starts.append(starts[-1] + len(page.to_read))
 
         def confirmed(first: Sequence[Recognition | None]) -> list[int]:
             return [
@@ -313,7 +330,7 @@ class Extractor:
         if self.parties:
             for page, start in zip(pages, starts[:-1], strict=True):
                 names = {party.name for party in page.template.parties}
-                known.update(start + i for i, c in enumerate(page.crops) if c.spec.name in names)
+                known.update(start + i for i, c in enumerate(page.to_read) if c.spec.name in names)
         reads = recognize_confirming(self.engine, images, allowlists, confirmed, known)
         return [reads[start:end] for start, end in pairwise(starts)]
 
@@ -330,11 +347,12 @@ class Extractor:
         second one could only undo them. (A reading in doubt is read again: it would send the
         page to the fallback.)"""
         template = prepared.template
-        fields = {
-            crop.spec.name: self._field(crop.spec, read, None)
-            for crop, read in zip(prepared.crops, reads, strict=True)
+        fields = _from_qr(prepared)
+        fields.update(
+            (crop.spec.name, self._field(crop.spec, read, None))
+            for crop, read in zip(prepared.to_read, reads, strict=True)
             if read is not None
-        }
+        )
         values = {name: f.value if f.valid else None for name, f in fields.items()}
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         agreed = {name for name, value in values.items() if value and stated.get(name) == value}
@@ -351,18 +369,19 @@ class Extractor:
             if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
                 continue
             agreed.update(rule_fields(rule))
-        return {i for i, crop in enumerate(prepared.crops) if crop.spec.name in agreed}
+        return {i for i, crop in enumerate(prepared.to_read) if crop.spec.name in agreed}
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it
         is called for, and cross-check the fields (rules, QR code)."""
         with _timed(prepared.timings, "validate"):
-            fields = {
+            found = _from_qr(prepared) | {
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
-                for crop, read in zip(prepared.crops, reads, strict=True)
+                for crop, read in zip(prepared.to_read, reads, strict=True)
             }
+            fields = {crop.spec.name: found[crop.spec.name] for crop in prepared.crops}
         with _timed(prepared.timings, "recognize"):  # mostly: a crop is cut, then read
-            self._read_wider(prepared.crops, fields)
+            self._read_wider(prepared.to_read, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -783,6 +802,7 @@ def _mend_amounts(
                 or spec.kind is not FieldKind.amount
                 or field.value is None
                 or field.value == implied
+                or field.source == "qr"  # what the code states is no reading to mend
             ):
                 continue
             surer = None if field.errors else _surer(template, values, stated, rule, name, implied)
@@ -910,8 +930,11 @@ def _readings(field: FieldResult, spec: FieldSpec) -> dict[str, str]:
     """The values an amount's reading may stand for, each with the slip that explains it (''
     for the value as read): the ¥ read as a leading digit; what was read before the ¥ (a rule,
     a speck); the decimal point lost (the digits of an amount printed with ``spec.decimals``).
-    A slip must leave a whole amount: digits, a point, no leading zero."""
+    A slip must leave a whole amount: digits, a point, no leading zero. The QR code's value
+    stands for itself alone."""
     out = {field.value: ""} if field.value is not None else {}
+    if field.source == "qr":
+        return out
     raw = "".join(field.raw.split())
     yen = max(raw.rfind(mark) for mark in _YEN)
     if yen > 0:
@@ -1020,10 +1043,13 @@ def _plain_words(text: str) -> str:
 
 
 def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
+    """Flags the fields of a rule that does not hold, but for the QR code's values: the others
+    are what is wrong."""
     values = {name: f.value if not f.errors else None for name, f in fields.items()}
     for name, errors in check_rules(template, values).items():
-        fields[name].errors.extend(errors)
-        fields[name].valid = False
+        if fields[name].source != "qr":
+            fields[name].errors.extend(errors)
+            fields[name].valid = False
 
 
 def _require_confirmation(
@@ -1056,6 +1082,30 @@ def _require_confirmation(
         if field.value is not None and stated.get(name) != field.value:
             field.errors.append(why)
             field.valid = False
+
+
+def _stated(template: Template, qr: str) -> dict[str, str]:
+    """The values the QR code (``qr``, its payload) states that pass their fields' checks."""
+    stated = qr_values(template, qr)
+    return {n: v for n, v in stated.items() if not check_value(template.field(n), v).errors}
+
+
+def _from_qr(prepared: PreparedPage) -> dict[str, FieldResult]:
+    """The fields of ``prepared`` taken from its QR code unread (:attr:`PreparedPage.stated`),
+    each with its crop's box."""
+    boxes = {c.spec.name: _bounds(c.quad) for c in prepared.crops if c.has_ink}
+    return {
+        name: FieldResult(
+            value=value,
+            raw=value,
+            confidence=1.0,
+            valid=True,
+            box=boxes.get(name),
+            source="qr",
+            note="from the QR code (the print was not read)",
+        )
+        for name, value in prepared.stated.items()
+    }
 
 
 def _settle_by_qr(

@@ -282,6 +282,7 @@ class WorkerPool:
             debug=s.debug,
             env=env,
             parties=str(s.parties) if s.parties is not None else None,
+            check_print=s.check_print,
         )
         return config, device
 

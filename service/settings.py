@@ -41,6 +41,9 @@ class Settings(BaseModel):
     parties: Path | None = None
     """A party registry CSV (``extractor.parties``: tax_id, name) every worker checks names and
     tax ids against; read here first, so a bad file stops the service before it starts."""
+    check_print: bool = False
+    """Read the print of the fields the QR code states too, and flag a field whose print says
+    otherwise; by default they are taken from the code unread (``extractor.pipeline``)."""
     max_body_mb: Annotated[float, Field(gt=0, le=1024)] = 20
     max_pages: Annotated[int, Field(ge=1, le=10_000)] = 50
     queue_size: Annotated[int, Field(ge=1, le=100_000)] = 256

@@ -115,7 +115,8 @@ def _get_extractor() -> Any:
     if _extractor is None:
         from extractor.pipeline import Extractor
 
-        _extractor = Extractor(fallback="never")
+        # every box read, those of the fields the QR code states too: the editor tries boxes
+        _extractor = Extractor(fallback="never", check_print=True)
     return _extractor
 
 

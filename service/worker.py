@@ -60,6 +60,7 @@ class WorkerConfig:
     debug: bool = False
     env: dict[str, str] = field(default_factory=dict)
     parties: str | None = None  # the party registry's CSV
+    check_print: bool = False  # read the print of the fields the QR code states too
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -136,7 +137,12 @@ class _Runner:
         options: dict[str, object] = {}
         if config.engine == "ppocr":
             options = {"provider": config.provider, "threads": config.threads}
-        self.extractor = Extractor(engine=config.engine, parties=config.parties, **options)
+        self.extractor = Extractor(
+            engine=config.engine,
+            parties=config.parties,
+            check_print=config.check_print,
+            **options,
+        )
         self.conn = conn
         self.config = config
         self._warm_up()

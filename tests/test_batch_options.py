@@ -59,6 +59,7 @@ def test_fallback_never_reads_only_the_regions(never_run: Path) -> None:
     assert len(pages) == 2
     for page in pages.values():
         assert "fallback" not in _sources(page).values()
+    assert _sources(pages[Path(CLEAN).name])["invoice_code"] == "qr"  # no --check-print
     heavy = pages[Path(HEAVY).name]
     assert heavy["status"] == "needs_review"  # the flagged total stays flagged
     assert not heavy["fields"]["total"]["valid"]
@@ -141,17 +142,19 @@ def test_device_reaches_the_workers(folder: Path) -> None:
     assert proc.returncode == 2 and "--device cuda needs the ppocr engine" in proc.stderr
 
 
-def test_a_party_registry_reaches_the_workers(folder: Path) -> None:
+def test_a_party_registry_and_check_print_reach_the_workers(folder: Path) -> None:
     """``--parties``: a registry naming the clean page's buyer one character off its print; the
-    workers give the registered name, saying how the print read."""
+    workers give the registered name, saying how the print read. ``--check-print``: they read
+    the print of the fields the QR code states too (taken from the code unread otherwise)."""
     truth = _truth(Path(CLEAN).name)
     registered = truth["buyer_name"][:-1] + "赟"
     registry = folder.parent / "parties.csv"
     registry.write_text(f"tax_id,name\n{truth['buyer_tax_id']},{registered}\n", encoding="utf-8")
     out = folder.parent / "out-parties"
     args = ("-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never")
-    proc = roi_batch(folder, *args, "--parties", registry)
+    proc = roi_batch(folder, *args, "--parties", registry, "--check-print")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert _pages(out)[Path(CLEAN).name]["fields"]["invoice_code"]["source"] == "roi"
     buyer = _pages(out)[Path(CLEAN).name]["fields"]["buyer_name"]
     assert buyer["value"] == registered and buyer["valid"]
     assert buyer["note"].endswith(f"read as {truth['buyer_name']!r}")
@@ -160,7 +163,7 @@ def test_a_party_registry_reaches_the_workers(folder: Path) -> None:
     assert "Traceback" not in proc.stderr
 
 
-def test_ray_passes_the_party_registry_to_its_actors(folder: Path) -> None:
+def test_ray_passes_the_party_registry_and_check_print_to_its_actors(folder: Path) -> None:
     pytest.importorskip("ray.data")
     truth = _truth(Path(CLEAN).name)
     registered = truth["buyer_name"][:-1] + "赟"
@@ -168,6 +171,8 @@ def test_ray_passes_the_party_registry_to_its_actors(folder: Path) -> None:
     registry.write_text(f"tax_id,name\n{truth['buyer_tax_id']},{registered}\n", encoding="utf-8")
     out = folder.parent / "out-parties-ray"
     args = ("-t", "vat_invoice", "--out", out, "-w", "1", "--fallback", "never", "--ray")
-    proc = roi_batch(folder, *args, "--parties", registry)
+    proc = roi_batch(folder, *args, "--parties", registry, "--check-print")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert _pages(out)[Path(CLEAN).name]["fields"]["buyer_name"]["value"] == registered
+    fields = _pages(out)[Path(CLEAN).name]["fields"]
+    assert fields["buyer_name"]["value"] == registered
+    assert fields["invoice_code"]["source"] == "roi"

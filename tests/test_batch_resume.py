@@ -111,6 +111,23 @@ def test_bind_refuses_another_fallback_and_reads_old_folders(tmp_path: Path) -> 
         m.bind(template="vat_invoice", engine="ppocr", fallback="auto")
 
 
+def test_bind_reads_folders_made_before_check_print_as_reading_the_print(tmp_path: Path) -> None:
+    """Every run before ``--check-print`` read the print of the fields the QR code states: such
+    a folder resumes only with it, and a new one keeps the setting of its first run."""
+    with Manifest(tmp_path) as m:
+        m.bind(template="vat_invoice", engine="ppocr", fallback="auto")
+    with Manifest(tmp_path) as m:
+        with pytest.raises(RoiError, match="check_print 'true', not 'false'"):
+            m.bind(template="vat_invoice", engine="ppocr", fallback="auto", check_print="false")
+        m.bind(template="vat_invoice", engine="ppocr", fallback="auto", check_print="true")
+    new = tmp_path / "new"
+    new.mkdir()
+    with Manifest(new) as m:
+        m.bind(template="vat_invoice", check_print="false")
+        with pytest.raises(RoiError, match="check_print 'false', not 'true'"):
+            m.bind(template="vat_invoice", check_print="true")
+
+
 def test_reconcile_drops_uncommitted_partial_and_duplicate_lines(
     folder: Path, tmp_path: Path
 ) -> None:

@@ -142,13 +142,15 @@ def test_a_code_printed_past_its_box_is_read_again_from_a_wider_crop() -> None:
     """The print 5.9 mm left of the form: the first digit of the check code and of both tax ids
     lies beyond the crop margin, cut. Each reading fails its checks, so the field is read again
     from a crop 4 mm wider on that side. (At 5.5 mm the check code's half digit is read right
-    from the first crop since ECC runs at a quarter scale: the registration moved a pixel.)"""
+    from the first crop since ECC runs at a quarter scale: the registration moved a pixel.) The
+    print of every field read (``check_print``: the QR code states the check code)."""
     from extractor.pipeline import Extractor
 
     expected, info, png = printed_off(9.0)
     template = TemplateStore().get("vat_invoice")
     assert info["data_offset_mm"][0] < -(template.crop_margin_mm + 2.5)
-    (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
+    extractor = Extractor(fallback="never", check_print=True)
+    (page,) = extractor.extract(png, "vat_invoice").pages
     for name in ("check_code", "buyer_tax_id", "seller_tax_id"):
         field = page.fields[name]
         assert (field.value, field.valid) == (expected[name], True)

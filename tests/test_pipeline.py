@@ -48,8 +48,12 @@ def test_every_field_of_a_scan(extractor: Extractor, name: str) -> None:
     assert page.status == "ok", page
     assert page.matched and page.match_score > 0.8
     assert {k: f.value for k, f in page.fields.items()} == expected
-    assert all(f.source == "roi" and f.valid for f in page.fields.values())
+    assert all(f.valid for f in page.fields.values())
     assert page.qr is not None and expected["invoice_number"] in page.qr
+    stated = qr_values(extractor.templates.get("vat_invoice"), page.qr)  # taken from it unread
+    assert {k: f.source for k, f in page.fields.items()} == {
+        k: "qr" if k in stated else "roi" for k in expected
+    }
     box = page.fields["total"].box
     assert box is not None and box[2] > box[3] > 0
 
@@ -697,7 +701,7 @@ def test_no_fallback_for_what_the_rules_confirm(
     (page,) = extractor.extract(path, "vat_invoice").pages
     expected = truth(path)["pages"][0]["fields"]
     assert {k: f.value for k, f in page.fields.items()} == expected
-    assert all(f.valid and f.source == "roi" for f in page.fields.values())
+    assert all(f.valid and f.source in ("roi", "qr") for f in page.fields.values())
     assert "confirmed by" in (page.fields["total_in_words"].note or "")
     assert seen == [] and page.timings_ms.fallback == 0
 
@@ -716,7 +720,11 @@ def _count_fullpage_reads(
     return seen
 
 
-def _prepared(extractor: Extractor, name: str) -> tuple[Any, dict[str, str]]:
+def _prepared(
+    extractor: Extractor, name: str, check_print: bool = True
+) -> tuple[Any, dict[str, str]]:
+    """A fixture page prepared for recognition, and its truth; ``check_print``: every field to
+    be read, as with ``Extractor(check_print=True)`` (else those the QR code states are not)."""
     from extractor.loading import iter_pages
     from extractor.pipeline import PreparedPage
     from extractor.result import Timings
@@ -725,6 +733,8 @@ def _prepared(extractor: Extractor, name: str) -> tuple[Any, dict[str, str]]:
     page = next(iter_pages(path.read_bytes()))
     prepared = extractor.prepare(page, TemplateStore().get("vat_invoice"), Timings())
     assert isinstance(prepared, PreparedPage)
+    if check_print:
+        prepared.stated = {}
     return prepared, truth(path)["pages"][0]["fields"]
 
 
@@ -773,6 +783,38 @@ def test_readings_that_other_readings_confirm(extractor: Extractor) -> None:
     # a character below the field's bar (the page would go to the fallback): read again, and
     # the rule waits for that reading
     assert confirmed(unsure="tax") == stated | {"total_in_words", "total"}
+
+
+def test_the_qr_codes_values_confirm_readings_unread(extractor: Extractor) -> None:
+    """The fields the QR code states are not read (``check_print`` off), and still vouch for
+    the readings of the rules they take part in: the amount it states, with the tax and the
+    total read, confirms them when the sum holds, and the words stating the total."""
+    from extractor.fields.words import amount_to_words
+
+    prepared, expected = _prepared(extractor, "clean/vat_invoice_0001.jpg", check_print=False)
+    assert set(prepared.stated) == {
+        "invoice_code", "invoice_number", "amount", "issue_date", "check_code"
+    }  # fmt: skip
+    assert [c.spec.name for c in prepared.to_read] == [
+        c.spec.name for c in prepared.crops if c.spec.name not in prepared.stated
+    ]
+    printed = {
+        **expected,
+        "tax": f"¥{expected['tax']}",
+        "total": f"¥{expected['total']}",
+        "total_in_words": f"⊗{amount_to_words(expected['total'])}",
+    }
+
+    def confirmed(**read_as: str) -> set[str]:
+        texts = {**printed, **read_as}
+        reads = [
+            None if c.spec.kind is FieldKind.name else Recognition(t, 0.9, (0.9,) * len(t))
+            for c, t in ((c, texts[c.spec.name]) for c in prepared.to_read)
+        ]
+        return {prepared.to_read[i].spec.name for i in extractor._confirmed(prepared, reads)}
+
+    assert confirmed() == {"tax", "total", "total_in_words"}
+    assert confirmed(tax="¥0.01") == {"total", "total_in_words"}
 
 
 def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> None:

@@ -119,6 +119,7 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "ROI_REQUEST_TIMEOUT_S": "3",
         "ROI_SHUTDOWN_TIMEOUT_S": "20",
         "ROI_PARTIES": str(registry),
+        "ROI_CHECK_PRINT": "1",
     }
     server = Server("tight", env, tmp)
     try:
@@ -553,6 +554,16 @@ def test_the_party_registry_reaches_every_worker(tight: Server) -> None:
     print_read = _truth_values(json.loads(PARTY_PAGE.with_suffix(".json").read_text()))
     assert buyer["value"] == print_read["buyer_name"][:-1] + "赟" and buyer["valid"]
     assert buyer["note"].endswith(f"read as {print_read['buyer_name']!r}")
+
+
+def test_check_print_reaches_every_worker(main: Server, tight: Server) -> None:
+    """``ROI_CHECK_PRINT``: the worker (a replacement too) reads the print of the fields the
+    QR code states; by default (``main``) they are taken from the code unread."""
+    data = PARTY_PAGE.read_bytes()
+    for server, source in ((main, "qr"), (tight, "roi")):
+        response = server.client.post("/extract?template=vat_invoice&fallback=never", content=data)
+        assert response.status_code == 200, response.text
+        assert response.json()["pages"][0]["fields"]["invoice_code"]["source"] == source
 
 
 def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:

@@ -73,3 +73,13 @@ def test_a_party_registry_is_read_before_the_service_starts(tmp_path) -> None:
     assert f'"parties": "{good}"' in s.describe()
     config, _ = _pool(s)._config(0)
     assert config.parties == str(good)  # each worker's Extractor reads it
+
+
+def test_check_print_reaches_every_worker() -> None:
+    assert not Settings.load({}).check_print  # the QR code's fields taken from it unread
+    s = Settings.load({"ROI_CHECK_PRINT": "1"})
+    assert s.check_print and '"check_print": true' in s.describe()
+    config, _ = _pool(s)._config(0)
+    assert config.check_print  # each worker's Extractor reads the print too
+    with pytest.raises(ValueError, match="check_print"):
+        Settings.load({"ROI_CHECK_PRINT": "perhaps"})

@@ -110,7 +110,12 @@ def check_template(
         return report
     from extractor.pipeline import Extractor
 
-    ex = extractor if isinstance(extractor, Extractor) else Extractor(fallback=fallback)  # type: ignore[arg-type]
+    # every box read, those of the fields the QR code states too: a check is of the boxes
+    ex = (
+        extractor
+        if isinstance(extractor, Extractor)
+        else Extractor(fallback=fallback, check_print=True)  # type: ignore[arg-type]
+    )
     for scan in scans:
         try:
             result = ex.extract(scan, template)

@@ -159,7 +159,12 @@ def preview(
         return Preview(draw_boxes(reference_canvas(template), template))
     from extractor.pipeline import Extractor
 
-    ex = extractor if isinstance(extractor, Extractor) else Extractor(fallback="never")
+    # every box read, those of the fields the QR code states too: the preview is of the boxes
+    ex = (
+        extractor
+        if isinstance(extractor, Extractor)
+        else Extractor(fallback="never", check_print=True)
+    )
     data, _ = read_source(scan)
     page = next(iter_pages(data, dpi=dpi, pages={0}))
     prepared = ex.prepare(page, template, Timings(), fallback=fallback)  # type: ignore[arg-type]

@@ -33,8 +33,9 @@ class RayExtractor:
         provider: str | None,
         fallback: FallbackMode = "auto",
         parties: Parties | None = None,
+        check_print: bool = False,
     ) -> None:
-        self.worker = BatchWorker(engine, dpi, threads, provider, fallback, parties)
+        self.worker = BatchWorker(engine, dpi, threads, provider, fallback, parties, check_print)
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         outcomes: dict[str, list[str]] = {"key": [], "sha256": [], "outcome": []}
@@ -75,6 +76,7 @@ def run_ray(
     fallback: FallbackMode = "auto",
     provider: str | None = None,
     parties: Parties | None = None,
+    check_print: bool = False,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as Ray finishes documents.
 
@@ -124,6 +126,7 @@ def run_ray(
                 "provider": provider,
                 "fallback": fallback,
                 "parties": parties,
+                "check_print": check_print,
             },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),

@@ -107,6 +107,7 @@ def run_local(
     doc_timeout: float = 0.0,
     provider: str | None = None,
     parties: Parties | None = None,
+    check_print: bool = False,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as documents finish, in completion order.
 
@@ -123,7 +124,7 @@ def run_local(
             max_workers=workers,
             mp_context=ctx,
             initializer=init_process,
-            initargs=(engine, dpi, threads, fallback, starts, provider, parties),
+            initargs=(engine, dpi, threads, fallback, starts, provider, parties, check_print),
         )
         inflight: dict[Future[Outcome], _Job] = {}
         started: dict[int, tuple[int, float]] = {}  # job id -> (worker pid, start time)

@@ -18,7 +18,7 @@ from extractor.errors import RoiError
 
 MANIFEST_NAME = "manifest.sqlite"
 PENDING, DONE, FAILED = "pending", "done", "failed"
-SETTINGS_BEFORE_BINDING = {"fallback": "auto"}
+SETTINGS_BEFORE_BINDING = {"fallback": "auto", "check_print": "true"}
 """Settings bound since a later version, with the value every run made before then used."""
 
 _SCHEMA = """
@@ -57,9 +57,9 @@ class Manifest:
         self.close()
 
     def bind(self, **settings: str) -> None:
-        """Record the run's settings (template, engine, fallback); refuse a folder made with
-        others. A folder made before a setting was bound gets the value its runs used then, so
-        it is not resumed with another one unnoticed."""
+        """Record the run's settings (template, engine, fallback, check_print); refuse a folder
+        made with others. A folder made before a setting was bound gets the value its runs used
+        then, so it is not resumed with another one unnoticed."""
         bound = dict(self.db.execute("SELECT name, value FROM meta").fetchall())
         made_earlier = bool(bound)
         for name, value in settings.items():

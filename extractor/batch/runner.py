@@ -57,6 +57,8 @@ class BatchOptions:
     parties: Path | None = None
     """A party registry CSV (:mod:`extractor.parties`) the names and tax ids are checked
     against; read once here, before any worker starts."""
+    check_print: bool = False
+    """Read the print of the fields the QR code states too (see Extractor)."""
 
 
 @dataclass
@@ -128,6 +130,7 @@ def _outcomes(
             fallback=opts.fallback,
             provider=opts.provider,
             parties=parties,
+            check_print=opts.check_print,
         )
     from extractor.batch.local import run_local
 
@@ -141,6 +144,7 @@ def _outcomes(
         doc_timeout=opts.doc_timeout,
         provider=opts.provider,
         parties=parties,
+        check_print=opts.check_print,
     )
 
 
@@ -209,7 +213,12 @@ def _run(
     parties: Parties | None = None,
 ) -> BatchSummary:
     summary = BatchSummary(documents=len(paths))
-    manifest.bind(template=opts.template, engine=opts.engine, fallback=opts.fallback)
+    manifest.bind(
+        template=opts.template,
+        engine=opts.engine,
+        fallback=opts.fallback,
+        check_print=str(opts.check_print).lower(),
+    )
 
     docs: list[Document] = []
     unreadable: dict[tuple[str, str], str] = {}

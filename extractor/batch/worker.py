@@ -38,6 +38,7 @@ class BatchWorker:
         provider: str | None = None,
         fallback: FallbackMode = "auto",
         parties: Parties | None = None,
+        check_print: bool = False,
     ) -> None:
         self.fatal: str | None = None
         try:
@@ -51,7 +52,12 @@ class BatchWorker:
             if provider is not None:
                 options["provider"] = provider
             self.extractor = Extractor(
-                engine=engine, dpi=dpi, fallback=fallback, parties=parties, **options
+                engine=engine,
+                dpi=dpi,
+                fallback=fallback,
+                parties=parties,
+                check_print=check_print,
+                **options,
             )
         except RoiError as exc:
             self.fatal = f"cannot start the {engine} engine: {exc}"
@@ -111,11 +117,12 @@ def init_process(
     starts: SimpleQueue | None = None,
     provider: str | None = None,
     parties: Parties | None = None,
+    check_print: bool = False,
 ) -> None:
     """Start the process's engine. ``starts``: where :func:`process_in_pool` reports each
     document as it starts it, for the parent's per-document time limit (see local.py)."""
     global _WORKER, _STARTS
-    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback, parties)
+    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback, parties, check_print)
     _STARTS = starts
 
 
