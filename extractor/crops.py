@@ -7,7 +7,7 @@ removed, and the crop is tightened to the text line that best fills the box befo
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
 
@@ -60,14 +60,21 @@ class Crop:
         return self.spec.name
 
 
-def crop_fields(page: np.ndarray, homography: np.ndarray, template: Template) -> list[Crop]:
-    """Tight crops of every field of ``template`` from ``page``, in template order.
+def crop_fields(
+    page: np.ndarray, homography: np.ndarray, template: Template, skip: Collection[str] = ()
+) -> list[Crop]:
+    """Tight crops of every field of ``template`` but those named in ``skip`` from ``page``,
+    in template order.
 
     Printers shift the whole data layer, so the vertical offset of the lines found is estimated
-    over all fields (the median, robust to a field that latched onto its neighbour) and each
+    over the fields cut (the median, robust to a field that latched onto its neighbour) and each
     field is tightened again around its box moved by that offset.
     """
-    loose = [_LooseCrop.cut(page, homography, template, spec) for spec in template.fields]
+    loose = [
+        _LooseCrop.cut(page, homography, template, spec)
+        for spec in template.fields
+        if spec.name not in skip
+    ]
     ppm = template.px_per_mm
     first = [tighten(c.ink, c.core, ppm) for c in loose]
     offsets = [

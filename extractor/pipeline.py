@@ -124,6 +124,7 @@ class PreparedPage:
     template: Template
     alignment: Alignment
     crops: list[Crop]
+    """The crops to read: every field's but those taken from the QR code (:attr:`stated`)."""
     timings: Timings
     qr: str | None = None
     image: np.ndarray | None = None
@@ -134,21 +135,16 @@ class PreparedPage:
     lines: list[TextLine] | None = None
     """Full-page OCR of the page, when auto-pick already ran it."""
     stated: dict[str, str] = dataclasses.field(default_factory=dict)
-    """The fields taken from the QR code unread (:attr:`Extractor.check_print` off): the
-    values it states that pass the fields' checks."""
-
-    @property
-    def to_read(self) -> list[Crop]:
-        """The crops recognition reads: those of the fields the QR code does not state."""
-        return [c for c in self.crops if c.spec.name not in self.stated]
+    """The fields taken from the QR code, neither cut out nor read (:attr:`Extractor.check_print`
+    off): the values it states that pass the fields' checks."""
 
     @property
     def images(self) -> list[np.ndarray]:
-        return [c.image for c in self.to_read]
+        return [c.image for c in self.crops]
 
     @property
     def allowlists(self) -> list[str | None]:
-        return _allowlists(self.to_read)
+        return _allowlists(self.crops)
 
 
 def _allowlists(crops: Sequence[Crop]) -> list[str | None]:
@@ -300,12 +296,12 @@ class Extractor:
             prepared.template_scores, prepared.lines = scores, lines
             return prepared
         with _timed(timings, "crop"):
-            crops = crop_fields(image, alignment.homography, chosen)
             qr = read_qr(image, alignment.homography, chosen)
+            stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
+            crops = crop_fields(image, alignment.homography, chosen, skip=stated)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
-        if qr is not None and not self.check_print:
-            prepared.stated = _stated(chosen, qr)
+        prepared.stated = stated
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition]]:
@@ -315,7 +311,7 @@ class Extractor:
         page's other readings confirm (:meth:`_confirmed`): those are not read again."""
         starts = [0]
         for page in pages:
-            starts.append(starts[-1] + len(page.to_read))
+            starts.append(starts[-1] + len(page.crops))
 
         def confirmed(first: Sequence[Recognition | None]) -> list[int]:
             return [
@@ -330,7 +326,7 @@ class Extractor:
         if self.parties:
             for page, start in zip(pages, starts[:-1], strict=True):
                 names = {party.name for party in page.template.parties}
-                known.update(start + i for i, c in enumerate(page.to_read) if c.spec.name in names)
+                known.update(start + i for i, c in enumerate(page.crops) if c.spec.name in names)
         reads = recognize_confirming(self.engine, images, allowlists, confirmed, known)
         return [reads[start:end] for start, end in pairwise(starts)]
 
@@ -350,7 +346,7 @@ class Extractor:
         fields = _from_qr(prepared)
         fields.update(
             (crop.spec.name, self._field(crop.spec, read, None))
-            for crop, read in zip(prepared.to_read, reads, strict=True)
+            for crop, read in zip(prepared.crops, reads, strict=True)
             if read is not None
         )
         values = {name: f.value if f.valid else None for name, f in fields.items()}
@@ -369,7 +365,7 @@ class Extractor:
             if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
                 continue
             agreed.update(rule_fields(rule))
-        return {i for i, crop in enumerate(prepared.to_read) if crop.spec.name in agreed}
+        return {i for i, crop in enumerate(prepared.crops) if crop.spec.name in agreed}
 
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it
@@ -377,11 +373,12 @@ class Extractor:
         with _timed(prepared.timings, "validate"):
             found = _from_qr(prepared) | {
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
-                for crop, read in zip(prepared.to_read, reads, strict=True)
+                for crop, read in zip(prepared.crops, reads, strict=True)
             }
-            fields = {crop.spec.name: found[crop.spec.name] for crop in prepared.crops}
+            order = [spec.name for spec in prepared.template.fields]
+            fields = {name: found[name] for name in order if name in found}
         with _timed(prepared.timings, "recognize"):  # mostly: a crop is cut, then read
-            self._read_wider(prepared.to_read, fields)
+            self._read_wider(prepared.crops, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -1092,8 +1089,14 @@ def _stated(template: Template, qr: str) -> dict[str, str]:
 
 def _from_qr(prepared: PreparedPage) -> dict[str, FieldResult]:
     """The fields of ``prepared`` taken from its QR code unread (:attr:`PreparedPage.stated`),
-    each with its crop's box."""
-    boxes = {c.spec.name: _bounds(c.quad) for c in prepared.crops if c.has_ink}
+    each with its box on the page."""
+    template, homography = prepared.template, prepared.alignment.homography
+    ppm = template.px_per_mm
+    boxes = {}
+    for name in prepared.stated:
+        x, y, w, h = (v * ppm for v in template.field(name).box.as_list())
+        corners = np.array([[[x, y], [x + w, y], [x + w, y + h], [x, y + h]]], np.float64)
+        boxes[name] = _bounds(cv2.perspectiveTransform(corners, homography)[0])
     return {
         name: FieldResult(
             value=value,
