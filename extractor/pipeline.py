@@ -1089,21 +1089,21 @@ def _stated(template: Template, qr: str) -> dict[str, str]:
 
 def _from_qr(prepared: PreparedPage) -> dict[str, FieldResult]:
     """The fields of ``prepared`` taken from its QR code unread (:attr:`PreparedPage.stated`),
-    each with its box on the page."""
+    each with its template box on the page."""
     template, homography = prepared.template, prepared.alignment.homography
-    ppm = template.px_per_mm
-    boxes = {}
-    for name in prepared.stated:
-        x, y, w, h = (v * ppm for v in template.field(name).box.as_list())
-        corners = np.array([[[x, y], [x + w, y], [x + w, y + h], [x, y + h]]], np.float64)
-        boxes[name] = _bounds(cv2.perspectiveTransform(corners, homography)[0])
+    to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
+
+    def box(name: str) -> list[float]:
+        x, y, w, h = template.field(name).box.as_list()
+        return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
+
     return {
         name: FieldResult(
             value=value,
             raw=value,
             confidence=1.0,
             valid=True,
-            box=boxes.get(name),
+            box=box(name),
             source="qr",
             note="from the QR code (the print was not read)",
         )
