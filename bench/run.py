@@ -64,7 +64,7 @@ VARIANTS: list[Variant] = [
 PAIRED_ALSO = ("small", "check-print", "parties") + (
     ("cascade-ov",) if openvino_installed() else ()
 )
-STAGE_PLOT = ("small", "base", "full-search", "work-800", "cascade-ov")
+STAGE_PLOT = ("small", "check-print", "base", "parties", "full-search", "work-800", "cascade-ov")
 QUICK_VARIANTS = {"base", "small", "check-print", "parties", "cascade-ov", "base2"}
 
 
