@@ -170,3 +170,17 @@ def test_an_amount_the_qr_code_states_is_not_mended_as_a_reading() -> None:
         field = page.fields[name]
         assert field.value == expected[name] or not field.valid, name
     assert page.fields["total"].value == expected["total"]
+
+
+@pytest.mark.parametrize(("flags", "source"), [((), "qr"), (("--check-print",), "roi")])
+def test_roi_extract_takes_the_codes_fields_unless_told_to_read_the_print(
+    flags: tuple[str, ...], source: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from extractor.cli import main
+
+    scan = str(FIXTURES / "clean/vat_invoice_0001.jpg")
+    assert (
+        main(["extract", scan, "-t", "vat_invoice", "--json", "--fallback", "never", *flags]) == 0
+    )
+    (page,) = json.loads(capsys.readouterr().out)["pages"]
+    assert page["fields"]["check_code"]["source"] == source and page["status"] == "ok"
