@@ -184,3 +184,21 @@ def test_roi_extract_takes_the_codes_fields_unless_told_to_read_the_print(
     )
     (page,) = json.loads(capsys.readouterr().out)["pages"]
     assert page["fields"]["check_code"]["source"] == source and page["status"] == "ok"
+
+
+def test_only_the_codes_values_that_pass_their_checks_are_taken_unread() -> None:
+    """A payload whose code, amount, date and check code fail their fields' checks (a code of
+    another form, a damaged print): those fields are cut out and read; the number is taken."""
+    from extractor.pipeline import _stated
+
+    template = TemplateStore().get("vat_invoice")
+    payload = "01,04,0350022,34276679,abc,20221399,2544641505,B8CB"
+    assert _stated(template, payload) == {"invoice_number": "34276679"}
+    good = "01,04,035002200304,34276679,174.79,20221225,25446415054974733188,B8CB"
+    assert _stated(template, good) == {
+        "invoice_code": "035002200304",
+        "invoice_number": "34276679",
+        "amount": "174.79",
+        "issue_date": "2022-12-25",
+        "check_code": "25446415054974733188",
+    }
