@@ -1123,7 +1123,7 @@ def _settle_by_qr(
         if field is None or field.valid:
             continue
         if field.value == value and _only_doubt(field):
-            field.errors, field.valid, field.note = [], True, "confirmed by the QR code"
+            _confirm(field, "confirmed by the QR code")  # after a mend's note, if any
         elif field.value != value and not check_value(template.field(name), value).errors:
             fields[name] = FieldResult(
                 value=value,
