@@ -1091,6 +1091,8 @@ def _from_qr(prepared: PreparedPage) -> dict[str, FieldResult]:
     """The fields of ``prepared`` taken from its QR code unread (:attr:`PreparedPage.stated`),
     each with its template box on the page."""
     template, homography = prepared.template, prepared.alignment.homography
+    if not prepared.stated or homography is None:  # none stated: an unregistered page too
+        return {}
     to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
 
     def box(name: str) -> list[float]:
