@@ -24,6 +24,10 @@ PARTIES_HELP = (
     "a CSV of known parties (columns tax_id, name: your vendor master) that names and tax ids "
     "are checked against; names read as registered also skip the slower model"
 )
+LEARN_PARTIES_HELP = (
+    "register, for the documents after them, the parties (tax id and name) read valid in two "
+    "documents of this run: names read as learned skip the slower model (default: %(default)s)"
+)
 CHECK_PRINT_HELP = (
     "read the print of the fields the QR code states too, and flag a field whose print says "
     "otherwise (by default they are taken from the code unread: faster)"
@@ -45,6 +49,7 @@ def _extract(args: argparse.Namespace) -> int:
         fallback=args.fallback,
         parties=args.parties,
         check_print=args.check_print,
+        learn_parties=args.learn_parties,
         **options,
     )
     if args.template != "auto":
@@ -93,6 +98,7 @@ def _eval(args: argparse.Namespace) -> int:
         fallback=args.fallback,
         parties=args.parties,
         check_print=args.check_print,
+        learn_parties=args.learn_parties,
     )
     report = evaluate(Path(args.dir), template=args.template, extractor=extractor)
     if args.json:
@@ -130,6 +136,7 @@ def _batch(args: argparse.Namespace) -> int:
         provider=_provider(args),
         parties=args.parties,
         check_print=args.check_print,
+        learn_parties=args.learn_parties,
     )
     summary = run_batch(opts)
     print_summary(summary, opts.out_dir, quiet=args.quiet)
@@ -247,6 +254,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ex.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ex.add_argument("--check-print", action="store_true", help=CHECK_PRINT_HELP)
+    ex.add_argument(
+        "--learn-parties",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help=LEARN_PARTIES_HELP,
+    )
     ex.set_defaults(func=_extract)
 
     tp = sub.add_parser("templates", help="list templates, or show one as JSON")
@@ -261,6 +274,12 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--fallback", choices=("auto", "never", "always"), default="auto")
     ev.add_argument("--parties", type=Path, metavar="CSV", help=PARTIES_HELP)
     ev.add_argument("--check-print", action="store_true", help=CHECK_PRINT_HELP)
+    ev.add_argument(
+        "--learn-parties",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help=LEARN_PARTIES_HELP,
+    )
     ev.set_defaults(func=_eval)
 
     sy = sub.add_parser("synth", help="generate synthetic invoices with ground truth")
@@ -316,6 +335,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--check-print",
         action="store_true",
         help=CHECK_PRINT_HELP + "; an --out folder keeps the setting of its first run",
+    )
+    ba.add_argument(
+        "--learn-parties",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help=LEARN_PARTIES_HELP,
     )
     ba.set_defaults(func=_batch)
 

@@ -38,6 +38,11 @@ from extractor.templates import TemplateStore
 
 TAX_ID_COLUMNS = ("tax_id", "纳税人识别号", "税号")
 NAME_COLUMNS = ("name", "名称", "单位名称")
+REGISTRY = "the party registry"
+LEARNED = "the learned party registry"
+"""What a note calls a registered party's source: a registry given, or parties a run learned
+from its own results (:class:`PartyLearner`). Both say "party registry": a reading the registry
+settled is not learned again from itself (:func:`_trusted`)."""
 
 
 class PartiesError(RoiError):
@@ -56,10 +61,14 @@ def same_name(a: str | None, b: str | None) -> bool:
 
 class Parties:
     """Tax id -> name, and name -> tax id where a name is registered once (names compared by
-    :func:`name_key`)."""
+    :func:`name_key`). ``learned``: parties a run learned from its own results
+    (:class:`PartyLearner`), for the tax ids ``names`` does not hold; what they settle says so
+    (:meth:`source`)."""
 
-    def __init__(self, names: Mapping[str, str]) -> None:
-        self._names = dict(names)
+    def __init__(self, names: Mapping[str, str], learned: Mapping[str, str] | None = None) -> None:
+        self._given = dict(names)
+        self._learned = {t: n for t, n in (learned or {}).items() if t not in self._given}
+        self._names = self._learned | self._given
         by_name: dict[str, str | None] = {}
         for tax_id, name in self._names.items():
             key = name_key(name)
@@ -74,6 +83,14 @@ class Parties:
 
     def tax_id_for(self, name: str | None) -> str | None:
         return self._tax_ids.get(name_key(name)) if name else None
+
+    def source(self, tax_id: str) -> str:
+        """Who registered ``tax_id``, as a note names it."""
+        return LEARNED if tax_id in self._learned else REGISTRY
+
+    def with_learned(self, learned: Mapping[str, str]) -> Parties:
+        """This registry with ``learned`` (replacing what it learned before) beside it."""
+        return Parties(self._given, learned)
 
 
 def load_parties(path: str | Path) -> Parties:
@@ -146,6 +163,60 @@ class Learned:
     """Parties read fewer than ``min_seen`` times: left out."""
 
 
+class PartyLearner:
+    """:func:`learn_parties` a document at a time: the parties a run has read enough to register
+    so far (:attr:`names`), for the run's own later pages (``Extractor(learn_parties=True)``,
+    ``roi batch``): a nightly batch of one company's invoices names the company as the buyer
+    on nearly every page, and its suppliers again and again."""
+
+    def __init__(self, templates: TemplateStore, min_seen: int = MIN_SEEN) -> None:
+        self.min_seen = min_seen
+        self.names: dict[str, str] = {}
+        self._parties_of = {template.name: template.parties for template in templates.all()}
+        self._seen: dict[str, Counter[str]] = {}
+        self._printed: dict[str, str] = {}  # a name's key -> the form it was first read in
+
+    def add(self, result: Mapping[str, Any]) -> bool:
+        """Count the parties one ``DocumentResult`` (JSON) read valid, name and tax id both (a
+        document counts once, however many pages); whether :attr:`names` changed."""
+        pairs: set[tuple[str, str]] = set()
+        for page in result.get("pages") or []:
+            fields = page.get("fields") or {}
+            for party in self._parties_of.get(page.get("template") or "", []):
+                name, tax_id = fields.get(party.name), fields.get(party.tax_id)
+                if _trusted(name) and _trusted(tax_id):
+                    pairs.add((tax_id["value"], name["value"]))
+        changed = False
+        for tax_id, name in pairs:  # names counted alike whatever their width (name_key)
+            names = self._seen.setdefault(tax_id, Counter())
+            names[self._printed.setdefault(name_key(name), name)] += 1
+            decided = self._decide(names)
+            if self.names.get(tax_id) != decided:
+                changed = True
+                if decided is None:
+                    del self.names[tax_id]
+                else:
+                    self.names[tax_id] = decided
+        return changed
+
+    def _decide(self, names: Counter[str]) -> str | None:
+        (name, count), *others = names.most_common()
+        rest = sum(n for _, n in others)
+        return name if count >= OUTVOTE * rest and count >= self.min_seen else None
+
+    def learned(self) -> Learned:
+        learned = Learned({})
+        for tax_id, names in sorted(self._seen.items()):
+            decided = self._decide(names)
+            if decided is not None:
+                learned.names[tax_id] = decided
+            elif len(names) > 1:
+                learned.conflicts[tax_id] = dict(names.most_common())
+            else:
+                learned.rare += 1
+        return learned
+
+
 def learn_parties(
     results: Iterable[Mapping[str, Any]], templates: TemplateStore, min_seen: int = MIN_SEEN
 ) -> Learned:
@@ -154,30 +225,10 @@ def learn_parties(
     ``min_seen`` documents; a tax id read with two names takes the one that outvotes the
     others (:data:`OUTVOTE`), or is left out. A name or tax id the
     registry gave (its ``note`` says so) is not learned again from itself."""
-    seen: dict[str, Counter[str]] = {}
-    printed: dict[str, str] = {}  # a name's key -> the form it was first read in
-    parties_of = {template.name: template.parties for template in templates.all()}
+    learner = PartyLearner(templates, min_seen)
     for result in results:
-        pairs: set[tuple[str, str]] = set()  # a document counts once, however many pages
-        for page in result.get("pages") or []:
-            fields = page.get("fields") or {}
-            for party in parties_of.get(page.get("template") or "", []):
-                name, tax_id = fields.get(party.name), fields.get(party.tax_id)
-                if _trusted(name) and _trusted(tax_id):
-                    pairs.add((tax_id["value"], name["value"]))
-        for tax_id, name in pairs:  # names counted alike whatever their width (name_key)
-            seen.setdefault(tax_id, Counter())[printed.setdefault(name_key(name), name)] += 1
-    learned = Learned({})
-    for tax_id, names in sorted(seen.items()):
-        (name, count), *others = names.most_common()
-        rest = sum(n for _, n in others)
-        if count >= OUTVOTE * rest and count >= min_seen:
-            learned.names[tax_id] = name
-        elif rest:
-            learned.conflicts[tax_id] = dict(names.most_common())
-        else:
-            learned.rare += 1
-    return learned
+        learner.add(result)
+    return learner.learned()
 
 
 def _trusted(field: Mapping[str, Any] | None) -> bool:

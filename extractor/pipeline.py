@@ -54,7 +54,7 @@ from extractor.fields import (
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
-from extractor.parties import Parties, load_parties, name_key, same_name
+from extractor.parties import Parties, PartyLearner, load_parties, name_key, same_name
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -164,6 +164,7 @@ class Extractor:
         text_layer: bool = True,
         parties: Parties | str | Path | None = None,
         check_print: bool = False,
+        learn_parties: bool = False,
         **engine_options: object,
     ) -> None:
         """``parties``: a party registry (:mod:`extractor.parties`, or its CSV file) that the
@@ -171,9 +172,15 @@ class Extractor:
         fields the page's QR code states too, and flag a field whose print says otherwise; by
         default they are taken from the code unread (source ``qr``): the code is what the tax
         bureau issued, and reading its fields again is ~40% of the recogniser's work on a
-        page (docs/benchmarks.md)."""
+        page (docs/benchmarks.md). ``learn_parties``: register, beside ``parties``, the
+        parties :meth:`extract` has read valid in :data:`~extractor.parties.MIN_SEEN`
+        documents (:class:`~extractor.parties.PartyLearner`), for the documents after them:
+        a batch of one company's invoices names the same parties again and again, and a name
+        the cheap model reads as learned is not read again with the small one."""
         self.templates = templates or TemplateStore()
         self.parties = load_parties(parties) if isinstance(parties, str | Path) else parties
+        self._given_parties = self.parties or Parties({})
+        self._learner = PartyLearner(self.templates) if learn_parties else None
         self.engine = get_engine(engine, **engine_options) if isinstance(engine, str) else engine
         self.dpi = dpi
         self.min_confidence = min_confidence
@@ -217,12 +224,15 @@ class Extractor:
             if page is None:
                 break
             results.append(self.extract_page(page, tpl, timings))
-        return DocumentResult(
+        document = DocumentResult(
             file=name or label,
             template=tpl.name if tpl is not None else AUTO,
             engine=self.engine.name,
             pages=results,
         )
+        if self._learner is not None and self._learner.add(document.model_dump(mode="json")):
+            self.parties = self._given_parties.with_learned(self._learner.names)
+        return document
 
     def extract_page(
         self, page: Page, template: Template | None, timings: Timings | None = None
@@ -320,15 +330,35 @@ class Extractor:
                 for i in self._confirmed(page, first[start:end])
             ]
 
+        def known(first: Sequence[Recognition | None]) -> list[int]:
+            return [
+                start + i
+                for page, (start, end) in zip(pages, pairwise(starts), strict=True)
+                for i in self._known(page, first[start:end])
+            ]
+
         images = [image for page in pages for image in page.images]
         allowlists = [allowed for page in pages for allowed in page.allowlists]
-        known = set()
-        if self.parties:
-            for page, start in zip(pages, starts[:-1], strict=True):
-                names = {party.name for party in page.template.parties}
-                known.update(start + i for i, c in enumerate(page.crops) if c.spec.name in names)
-        reads = recognize_confirming(self.engine, images, allowlists, confirmed, known)
+        reads = recognize_confirming(
+            self.engine, images, allowlists, confirmed, known if self.parties else None
+        )
         return [reads[start:end] for start, end in pairwise(starts)]
+
+    def _known(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> list[int]:
+        """The crops of the names whose party's tax id, as first read (``reads``), passes its
+        checks and is registered: :meth:`_confirmed` may confirm a cheap reading of those. A
+        party the registry does not hold is read by the small model only."""
+        index = {crop.spec.name: i for i, crop in enumerate(prepared.crops)}
+        found = []
+        for party in prepared.template.parties if self.parties is not None else ():
+            name, tax_id = index.get(party.name), index.get(party.tax_id)
+            read = reads[tax_id] if tax_id is not None else None
+            if name is None or tax_id is None or read is None:
+                continue
+            field = self._field(prepared.crops[tax_id].spec, read, None)
+            if _passes(field) and self.parties.name_for(field.value) is not None:
+                found.append(name)
+        return found
 
     def _confirmed(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> set[int]:
         """The crops whose reading (``reads``: None for a crop not read yet) another reading
@@ -1162,26 +1192,28 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
             continue
         registered = parties.name_for(tax_id.value) if _passes(tax_id) else None
         if registered is not None:
-            how = f"the party registry's name for tax id {tax_id.value}"
+            source = parties.source(tax_id.value or "")
+            how = f"{source}'s name for tax id {tax_id.value}"
             if same_name(name.value, registered):  # as registered, but for width or spaces
                 if name.value != registered:
                     fields[party.name] = name = _registered(name, registered, how)
                 for field in (name, tax_id):
-                    _confirm(field, "confirmed by the party registry")
+                    _confirm(field, f"confirmed by {source}")
             elif tax_id.valid and _close(name.value or "", registered):
                 fields[party.name] = _registered(name, registered, how)
             elif tax_id.valid:
-                _flag(name, f"the party registry names {tax_id.value} {registered!r}")
+                _flag(name, f"{source} names {tax_id.value} {registered!r}")
             continue
         owner = parties.tax_id_for(name.value) if _passes(name) else None
         if owner is None or owner == tax_id.value:
             continue
+        source = parties.source(owner)
         if tax_id.value and _one_edit(tax_id.value, owner):  # the pair as registered, but one slip
-            how = f"the party registry's tax id for {name.value!r}"
+            how = f"{source}'s tax id for {name.value!r}"
             fields[party.tax_id] = _registered(tax_id, owner, how)
-            _confirm(name, "confirmed by the party registry")
+            _confirm(name, f"confirmed by {source}")
         elif name.valid:
-            _flag(tax_id, f"the party registry gives {name.value!r} the tax id {owner}")
+            _flag(tax_id, f"{source} gives {name.value!r} the tax id {owner}")
 
 
 def _flag(field: FieldResult, why: str) -> None:

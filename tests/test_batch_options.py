@@ -8,11 +8,17 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from test_batch import FIXTURES, roi_batch
+
+from extractor.synth.content import party
+from extractor.synth.generate import make_document
+from extractor.synth.names import REGIONS
 
 CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0038.jpg"
 
@@ -176,3 +182,41 @@ def test_ray_passes_the_party_registry_and_check_print_to_its_actors(folder: Pat
     fields = _pages(out)[Path(CLEAN).name]["fields"]
     assert fields["buyer_name"]["value"] == registered
     assert fields["invoice_code"]["source"] == "roi"
+
+
+@pytest.fixture(scope="module")
+def recurring(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Three clean invoices between the same two parties, as a night's batch holds them; the
+    last prints the seller's name with one character changed. Returns the folder, the seller's
+    name and the altered one."""
+    rng = random.Random("batch: recurring parties")
+    buyer, seller = party(rng, REGIONS[2]), party(rng, REGIONS[3])
+    altered = seller.name[:2] + ("华" if seller.name[2] != "华" else "兴") + seller.name[3:]
+    folder = tmp_path_factory.mktemp("recurring") / "in"
+    folder.mkdir()
+    for n, name in enumerate((seller.name, seller.name, altered)):
+        doc = make_document(20261202 + n, "clean", parties=(buyer, replace(seller, name=name)))
+        (folder / f"{'abc'[n]}.jpg").write_bytes(doc.jpeg)
+    return folder, seller.name, altered
+
+
+def test_a_batch_learns_the_parties_it_reads_in_two_documents(
+    recurring: tuple[Path, str, str],
+) -> None:
+    """By default each worker registers the parties read valid in two documents: the third
+    document's seller, printed one character off, is given the learned name, with a note
+    saying so; ``--no-learn-parties`` leaves it as printed."""
+    folder, seller, altered = recurring
+    args = ("-t", "vat_invoice", "-w", "1", "--fallback", "never")
+    learned, plain = folder.parent / "out-learned", folder.parent / "out-plain"
+    for out, extra in ((learned, ()), (plain, ("--no-learn-parties",))):
+        proc = roi_batch(folder, *args, "--out", out, *extra)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    first = _pages(learned)["a.jpg"]["fields"]["seller_name"]
+    assert first["value"] == seller and first["note"] is None
+    name = _pages(learned)["c.jpg"]["fields"]["seller_name"]
+    assert name["value"] == seller and name["valid"]
+    assert name["note"].startswith("the learned party registry's name for tax id")
+    assert name["note"].endswith(f"read as {altered!r}")
+    name = _pages(plain)["c.jpg"]["fields"]["seller_name"]
+    assert name["value"] == altered and name["note"] is None

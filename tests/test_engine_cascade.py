@@ -20,16 +20,18 @@ FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
 
 class Counting:
-    """A real engine, with a count of the crops it was given."""
+    """A real engine, with a count of the crops it was given (``free``: those without an
+    allowlist, the names)."""
 
     def __init__(self, engine: Recognizer) -> None:
-        self.engine, self.name, self.seen = engine, engine.name, 0
+        self.engine, self.name, self.seen, self.free = engine, engine.name, 0, 0
         self.characters = getattr(engine, "characters", None)
 
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
     ) -> list[Recognition]:
         self.seen += len(crops)
+        self.free += sum(allowed is None for allowed in allowlists)
         return self.engine.recognize(crops, allowlists)
 
 

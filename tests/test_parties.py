@@ -2,17 +2,28 @@
 small model the names it confirms (real models on real fixture pages)."""
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 from test_engine_cascade import Counting
 
+from extractor import parties as registry_sources
 from extractor.engines.cascade import CascadeRecognizer
 from extractor.engines.ppocr import PPOCRRecognizer
 from extractor.fields import uscc_check_char
-from extractor.parties import Parties, PartiesError, learn_parties, load_parties
+from extractor.parties import (
+    Parties,
+    PartiesError,
+    PartyLearner,
+    learn_parties,
+    load_parties,
+)
 from extractor.pipeline import Extractor, _check_parties
 from extractor.result import FieldResult
+from extractor.synth.content import party
+from extractor.synth.generate import Document, make_document
+from extractor.synth.names import REGIONS
 from extractor.templates import TemplateStore, parse_template
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -259,6 +270,25 @@ def test_a_name_far_from_the_registered_one_goes_to_the_small_model(
     assert buyer.errors == [f"the party registry names {truth()['buyer_tax_id']} {other!r}"]
 
 
+def test_tiny_reads_only_the_names_whose_tax_id_it_read_as_registered(
+    engines: tuple[Counting, Counting], tmp_path: Path
+) -> None:
+    """A registry that holds the buyer alone: tiny reads the buyer's name, not the seller's (it
+    could not be confirmed); the small model reads the seller's name only."""
+    tiny, small = engines
+    fields = truth()
+    only_buyer = write(
+        tmp_path / "buyer.csv", f"tax_id,name\n{fields['buyer_tax_id']},{fields['buyer_name']}\n"
+    )
+    extractor = Extractor(
+        engine=CascadeRecognizer(tiny, small), fallback="never", parties=only_buyer
+    )
+    tiny_before, small_before = tiny.free, small.free
+    values = {n: f.value for n, f in extractor.extract(PAGE, "vat_invoice").pages[0].fields.items()}
+    assert values == fields
+    assert (tiny.free - tiny_before, small.free - small_before) == (1, 1)
+
+
 # -- learning a registry ------------------------------------------------------------------------
 
 
@@ -302,6 +332,78 @@ def test_what_the_registry_gave_and_flagged_fields_are_not_learned(result: dict)
     given["pages"][0]["fields"]["buyer_name"]["note"] = "confirmed by the party registry"
     given["pages"][0]["fields"]["seller_tax_id"]["valid"] = False
     assert learn_parties([given, given], TemplateStore()).names == {}
+
+
+def test_a_learner_counts_documents_one_at_a_time(result: dict) -> None:
+    """``PartyLearner``: what :func:`learn_parties` finds, as the documents come."""
+    fields = truth()
+    learner = PartyLearner(TemplateStore())
+    assert learner.add(result) is False and learner.names == {}  # seen once: not yet
+    assert learner.add(result) is True
+    assert learner.names == learn_parties([result, result], TemplateStore()).names
+    misread = renamed(result, fields["buyer_name"][:-1] + "赟")
+    assert learner.add(misread) is True  # 2 to 1: no longer outvoted, dropped
+    assert fields["buyer_tax_id"] not in learner.names
+    assert learner.learned().conflicts[fields["buyer_tax_id"]] == {
+        fields["buyer_name"]: 2,
+        fields["buyer_name"][:-1] + "赟": 1,
+    }
+    assert learner.add(result) is True  # 3 to 1: outvoted (OUTVOTE), learned again
+    assert learner.names[fields["buyer_tax_id"]] == fields["buyer_name"]
+    assert learner.add(result) is False  # 4 to 1: nothing new
+
+
+def test_a_given_registry_wins_over_what_a_run_learns() -> None:
+    given = Parties({BUYER_ID: "上海某某科技有限公司"})
+    both = given.with_learned({BUYER_ID: "上海某其科技有限公司", SELLER_ID: "深圳某某电子有限公司"})
+    assert both.name_for(BUYER_ID) == "上海某某科技有限公司"
+    assert both.name_for(SELLER_ID) == "深圳某某电子有限公司"
+    sources = (registry_sources.REGISTRY, registry_sources.LEARNED)
+    assert (both.source(BUYER_ID), both.source(SELLER_ID)) == sources
+    assert both.tax_id_for("上海某其科技有限公司") is None
+    assert given.with_learned({}).name_for(SELLER_ID) is None  # learned again from scratch
+    fields = check(
+        both,
+        buyer_name=field("上海某某科技有限公司", "uncertain character '某' (0.55)"),
+        seller_name=field("深圳某某电子有限公可"),
+        seller_tax_id=field(SELLER_ID),
+    )
+    assert fields["buyer_name"].note == "confirmed by the party registry"
+    assert fields["seller_name"].value == "深圳某某电子有限公司"
+    assert fields["seller_name"].note == (
+        f"the learned party registry's name for tax id {SELLER_ID}: read as '深圳某某电子有限公可'"
+    )
+
+
+@pytest.fixture(scope="module")
+def recurring() -> list[Document]:
+    """Three clean invoices of one seller to one buyer (not the fixtures': each names others)."""
+    rng = random.Random("recurring parties")
+    parties = (party(rng, REGIONS[0]), party(rng, REGIONS[1]))
+    return [make_document(20261201 + n, "clean", parties=parties) for n in range(3)]
+
+
+def test_a_run_learns_the_parties_it_has_read_in_two_documents(
+    engines: tuple[Counting, Counting], recurring: list[Document]
+) -> None:
+    """``learn_parties``: after two documents read the same buyer and seller, the third one's
+    names are read by tiny as learned, not by the small model; the values stay the print's."""
+    tiny, small = engines
+    extractor = Extractor(
+        engine=CascadeRecognizer(tiny, small), fallback="never", learn_parties=True
+    )
+    names_read = []
+    for doc in recurring:
+        before = tiny.free, small.free
+        fields = extractor.extract(doc.jpeg, "vat_invoice").pages[0].fields
+        assert {n: f.value for n, f in fields.items()} == doc.truth["pages"][0]["fields"]
+        names_read.append((tiny.free - before[0], small.free - before[1]))
+    assert names_read == [(0, 2), (0, 2), (2, 0)]  # (by tiny, by small)
+    assert fields["buyer_name"].valid and fields["seller_name"].valid
+    again = Extractor(engine=CascadeRecognizer(tiny, small), fallback="never")
+    before = small.free
+    again.extract(recurring[2].jpeg, "vat_invoice")
+    assert small.free - before == 2  # without learning: as the first two
 
 
 def test_roi_parties_learn_writes_a_registry_roi_extract_reads(

@@ -34,8 +34,11 @@ class RayExtractor:
         fallback: FallbackMode = "auto",
         parties: Parties | None = None,
         check_print: bool = False,
+        learn_parties: bool = False,
     ) -> None:
-        self.worker = BatchWorker(engine, dpi, threads, provider, fallback, parties, check_print)
+        self.worker = BatchWorker(
+            engine, dpi, threads, provider, fallback, parties, check_print, learn_parties
+        )
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[str]]:
         outcomes: dict[str, list[str]] = {"key": [], "sha256": [], "outcome": []}
@@ -77,6 +80,7 @@ def run_ray(
     provider: str | None = None,
     parties: Parties | None = None,
     check_print: bool = False,
+    learn_parties: bool = False,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as Ray finishes documents.
 
@@ -127,6 +131,7 @@ def run_ray(
                 "fallback": fallback,
                 "parties": parties,
                 "check_print": check_print,
+                "learn_parties": learn_parties,
             },
             batch_size=1,
             compute=ray.data.ActorPoolStrategy(size=workers),

@@ -108,6 +108,7 @@ def run_local(
     provider: str | None = None,
     parties: Parties | None = None,
     check_print: bool = False,
+    learn_parties: bool = False,
 ) -> Iterator[tuple[Document, Outcome]]:
     """Yield ``(document, outcome)`` as documents finish, in completion order.
 
@@ -124,7 +125,17 @@ def run_local(
             max_workers=workers,
             mp_context=ctx,
             initializer=init_process,
-            initargs=(engine, dpi, threads, fallback, starts, provider, parties, check_print),
+            initargs=(
+                engine,
+                dpi,
+                threads,
+                fallback,
+                starts,
+                provider,
+                parties,
+                check_print,
+                learn_parties,
+            ),
         )
         inflight: dict[Future[Outcome], _Job] = {}
         started: dict[int, tuple[int, float]] = {}  # job id -> (worker pid, start time)

@@ -59,6 +59,10 @@ class BatchOptions:
     against; read once here, before any worker starts."""
     check_print: bool = False
     """Read the print of the fields the QR code states too (see Extractor)."""
+    learn_parties: bool = True
+    """Each worker registers the parties it has read valid in two documents, for the documents
+    after them (``Extractor(learn_parties=True)``): a night's invoices name the same parties
+    again and again."""
 
 
 @dataclass
@@ -131,6 +135,7 @@ def _outcomes(
             provider=opts.provider,
             parties=parties,
             check_print=opts.check_print,
+            learn_parties=opts.learn_parties,
         )
     from extractor.batch.local import run_local
 
@@ -145,6 +150,7 @@ def _outcomes(
         provider=opts.provider,
         parties=parties,
         check_print=opts.check_print,
+        learn_parties=opts.learn_parties,
     )
 
 

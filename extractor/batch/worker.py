@@ -39,6 +39,7 @@ class BatchWorker:
         fallback: FallbackMode = "auto",
         parties: Parties | None = None,
         check_print: bool = False,
+        learn_parties: bool = False,
     ) -> None:
         self.fatal: str | None = None
         try:
@@ -57,6 +58,7 @@ class BatchWorker:
                 fallback=fallback,
                 parties=parties,
                 check_print=check_print,
+                learn_parties=learn_parties,
                 **options,
             )
         except RoiError as exc:
@@ -118,11 +120,14 @@ def init_process(
     provider: str | None = None,
     parties: Parties | None = None,
     check_print: bool = False,
+    learn_parties: bool = False,
 ) -> None:
     """Start the process's engine. ``starts``: where :func:`process_in_pool` reports each
     document as it starts it, for the parent's per-document time limit (see local.py)."""
     global _WORKER, _STARTS
-    _WORKER = BatchWorker(engine, dpi, threads, provider, fallback, parties, check_print)
+    _WORKER = BatchWorker(
+        engine, dpi, threads, provider, fallback, parties, check_print, learn_parties
+    )
     _STARTS = starts
 
 

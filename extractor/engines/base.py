@@ -38,6 +38,10 @@ Confirm = Callable[[Sequence[Recognition | None]], Collection[int]]
 """Given an engine's first readings of a call's crops (None: a crop it has not read yet), the
 indexes of those that other readings confirm as they are (the caller's cross-checks: a sum that
 holds, the QR code stating the same value)."""
+Known = Callable[[Sequence[Recognition | None]], Collection[int]]
+"""Given an engine's first readings of a call's crops, the crops without an allowlist (free
+text) whose text the caller may know from them: a party's name, where the tax id read beside it
+is registered. A cheap reading of those is worth making: ``Confirm`` may then confirm it."""
 
 
 def recognize_confirming(
@@ -45,11 +49,12 @@ def recognize_confirming(
     crops: Sequence[np.ndarray],
     allowlists: Sequence[str | None],
     confirmed: Confirm,
-    known: Collection[int] = (),
+    known: Known | None = None,
 ) -> list[Recognition]:
     """``engine.recognize``; an engine that reads doubtful crops a second time (``reads_twice``:
-    the cascade) first asks ``confirmed`` which of its first readings need not be, the crops of
-    ``known`` (free text the caller may know, a registered party's name) among them."""
+    the cascade) first asks ``confirmed`` which of its first readings need not be, those of the
+    crops ``known`` names (free text the caller may know, a registered party's name) among
+    them."""
     if getattr(engine, "reads_twice", False):
         return engine.recognize(crops, allowlists, confirmed=confirmed, known=known)  # type: ignore[call-arg]
     return engine.recognize(crops, allowlists)

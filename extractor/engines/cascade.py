@@ -16,10 +16,12 @@ A caller that can cross-check readings passes ``confirmed`` (the pipeline does,
 :meth:`extractor.pipeline.Extractor.recognize`): an unsure tiny reading that the page's other
 readings confirm as it is (the QR code states the same value; amount + tax = total, or the total
 in words states the total, with every field of the rule read valid) is kept, not read again.
-With a party registry the caller names the name crops it may know (``known``): tiny reads them
-too, and a name it reads as registered for the tax id beside it, or close to it with that tax
-id valid (the registry then gives the registered name whoever reads it), is kept
-(:mod:`extractor.parties`); any other goes to the small model as before.
+With a party registry the caller names, from tiny's readings, the name crops it may know
+(``known``: those whose tax id tiny read as registered): tiny reads them too, and a name it
+reads as registered for the tax id beside it, or close to it with that tax id valid (the
+registry then gives the registered name whoever reads it), is kept (:mod:`extractor.parties`);
+any other goes to the small model as before, and so do the names of parties the registry does
+not hold, unread by tiny.
 
 Measured (docs/benchmarks.md, 08:08 run): recognition 141 -> 88 ms of one core per page, 1.28x
 end to end, with the same fields right and wrong on every scored fixture page. On a GPU the
@@ -29,11 +31,11 @@ small model alone is cheap enough, so the cascade is only built for the CPU prov
 from __future__ import annotations
 
 import os
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
-from extractor.engines.base import Confirm, Recognition, Recognizer
+from extractor.engines.base import Confirm, Known, Recognition, Recognizer
 from extractor.errors import ModelNotFoundError
 from extractor.fields import value_start
 
@@ -80,24 +82,22 @@ class CascadeRecognizer:
         crops: Sequence[np.ndarray],
         allowlists: Sequence[str | None],
         confirmed: Confirm | None = None,
-        known: Collection[int] = (),
+        known: Known | None = None,
     ) -> list[Recognition]:
         """``confirmed`` (optional) is asked, with the fast readings, which of them other
-        readings confirm: those are kept even when unsure, not read again. ``known``: crops
-        without an allowlist whose text the caller may know (a registered party's name): the
-        fast model reads them too, and its reading is kept only when ``confirmed`` confirms it."""
+        readings confirm: those are kept even when unsure, not read again. ``known``: asked,
+        with the fast readings of the allowlisted crops, which crops without an allowlist the
+        caller may know the text of (a registered party's name): the fast model reads them too,
+        and its reading is kept only when ``confirmed`` confirms it."""
         if len(crops) != len(allowlists):
             raise ValueError("crops and allowlists differ in length")
         first: list[Recognition | None] = [None] * len(crops)
-        fast = [
-            i
-            for i, allowed in enumerate(allowlists)
-            if self._for_fast(allowed) or (allowed is None and confirmed is not None and i in known)
-        ]
-        if fast:
-            reads = self.fast.recognize([crops[i] for i in fast], [allowlists[i] for i in fast])
-            for i, read in zip(fast, reads, strict=True):
-                first[i] = read
+        self._read_fast(
+            crops, allowlists, [i for i, a in enumerate(allowlists) if self._for_fast(a)], first
+        )
+        if confirmed is not None and known is not None:
+            names = sorted(i for i in known(first) if first[i] is None and allowlists[i] is None)
+            self._read_fast(crops, allowlists, names, first)
         out = [
             read if read is not None and allowed is not None and self._sure(read) else None
             for read, allowed in zip(first, allowlists, strict=True)
@@ -112,6 +112,18 @@ class CascadeRecognizer:
             for i, read in zip(again, reads, strict=True):
                 out[i] = read
         return [read for read in out if read is not None]
+
+    def _read_fast(
+        self,
+        crops: Sequence[np.ndarray],
+        allowlists: Sequence[str | None],
+        which: Sequence[int],
+        first: list[Recognition | None],
+    ) -> None:
+        if which:
+            reads = self.fast.recognize([crops[i] for i in which], [allowlists[i] for i in which])
+            for i, read in zip(which, reads, strict=True):
+                first[i] = read
 
 
 def ppocr_engine(cascade: bool | None = None, **options: object) -> Recognizer:

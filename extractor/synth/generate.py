@@ -12,7 +12,7 @@ import json
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import cv2
@@ -20,7 +20,8 @@ import numpy as np
 import pymupdf
 from PIL import Image
 
-from extractor.synth.content import make_invoice
+from extractor.synth import names
+from extractor.synth.content import Party, make_invoice, party
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
@@ -80,16 +81,23 @@ def _degradations(scan: Scan, dpi: float, page: RenderedPage) -> dict[str, objec
 
 
 def make_document(
-    seed: int, level: str, template: str = TEMPLATE, dpi: float | None = None
+    seed: int,
+    level: str,
+    template: str = TEMPLATE,
+    dpi: float | None = None,
+    parties: tuple[Party, Party] | None = None,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
-    (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry."""
+    (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
+    ``parties``: the buyer and the seller, instead of the seed's."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
     draws, _ = MIXED_LEVELS.get(level, (level, level))
     dpi = dpi if dpi is not None else dpi_for(seed, draws)
     inv = make_invoice(random.Random(seed))
+    if parties is not None:
+        inv = replace(inv, buyer=parties[0], seller=parties[1])
     page = render_invoice(
         inv, dpi, random.Random(f"render:{seed}"), offset_mm=DATA_OFFSET_MM[level]
     )
@@ -240,6 +248,33 @@ def _write_json(path: Path, truth: dict[str, object]) -> None:
 
 def document_seed(base_seed: int, number: int) -> int:
     return base_seed * 10000 + number
+
+
+def write_received_set(
+    out_dir: Path, seed: int, counts: dict[str, int], suppliers: int = 8
+) -> list[Path]:
+    """The invoices one company received, as a nightly batch sees them: the same buyer on
+    every page, the seller one of ``suppliers`` (the first ones most often, as a few suppliers
+    bill most), ``counts[level]`` pages at each level, ``<level>/received_NNNN.jpg`` + ``.json``
+    numbered across the set (seeds as :func:`write_fixture_set`'s). Returns the paths written."""
+    rng = random.Random(f"received:{seed}")
+    region = rng.choice(names.REGIONS)
+    buyer = party(rng, region)
+    pool = [party(rng, rng.choice(names.REGIONS)) for _ in range(suppliers)]
+    weights = [1 / (rank + 1) for rank in range(suppliers)]
+    written: list[Path] = []
+    number = 0
+    for level, count in counts.items():
+        for _ in range(count):
+            number += 1
+            (seller,) = rng.choices(pool, weights)
+            doc = make_document(document_seed(seed, number), level, parties=(buyer, seller))
+            path = Path(out_dir) / level / f"received_{number:04d}.jpg"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(doc.jpeg)
+            _write_json(path.with_suffix(".json"), {"file": path.name, **doc.truth})
+            written += [path, path.with_suffix(".json")]
+    return written
 
 
 def digital_counts(counts: dict[str, int] | None) -> dict[str, int]:
