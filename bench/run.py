@@ -175,6 +175,11 @@ def _measure_fixed(
             {"docs": [str(p) for p in digital], "rounds": 1 if args.quick else 3},
         )
 
+    counts = {"clean": 3, "light": 3} if args.quick else tasks.RECEIVED_COUNTS
+    received = [str(p) for p in tasks.received_docs(counts)]
+    _log(f"a batch of one company's invoices, learning the parties: {len(received)} pages")
+    results["received"] = _in_fresh_process(tasks.received_task, {"docs": received})
+
     if not args.quick:
         _log("component micro-benchmarks (recognition, registration, decoding)")
         all_docs = [str(p) for p in _docs(fixtures, levels, None)]
@@ -247,6 +252,56 @@ def _miss_keys(variant: dict[str, Any]) -> set[str]:
 
 def _load(pair: list[list[float]]) -> str:
     return " → ".join(f"{p[0]:.1f}/{p[1]:.1f}" for p in pair)
+
+
+def _render_received(add: Callable[[str], None], received: dict[str, Any]) -> None:
+    paths, full = received["paths"], received["full"]
+    shipped, learning = paths["shipped"], paths["learning"]
+    n, skip = len(shipped), len(shipped) // 3
+    add("")
+    add("### A night's batch: the same parties again")
+    add("")
+    add(
+        f"The fixtures name other parties on every page; a company's own batch does not. {n} "
+        "pages of the invoices one company received (`bench.tasks.received_docs`: the same "
+        f"buyer on each, {received['parties'] - 1} suppliers, a few of them most often; "
+        f"{', '.join(dict.fromkeys(d.split('/')[0] for d in received['docs']))} scans), in "
+        "batch order, one process, page by page in turn: the ROI "
+        "path as shipped, the ROI path learning the parties as it goes (`roi batch` does: a "
+        "party read valid in two documents is registered, and tiny's reading of its name is "
+        f"kept when it reads it as registered; {received['learned']} learned by the end), and "
+        f"full-page OCR on every {tasks.FULL_PAGE_EVERY}rd page. Fallback off; load "
+        f"{_load(received['load'])}."
+    )
+    add("")
+    add("| per page | ROI as shipped | ROI learning the parties | full-page OCR |")
+    add("|---|---:|---:|---:|")
+    on = [r["index"] for r in full]
+    full_mean = _mean([r["cpu_ms"] for r in full])
+    rows = (
+        (f"CPU ms, mean of all {n}", lambda recs: _mean([r["cpu_ms"] for r in recs]), "-"),
+        (f"CPU ms, median of all {n}", lambda recs: _median([r["cpu_ms"] for r in recs]), "-"),
+        (
+            f"CPU ms, mean after the first {skip} (learning done)",
+            lambda recs: _mean([r["cpu_ms"] for r in recs[skip:]]),
+            "-",
+        ),
+        (
+            f"CPU ms, mean of the {len(on)} pages full-page OCR read",
+            lambda recs: _mean([recs[i]["cpu_ms"] for i in on]),
+            f"{full_mean:.0f}",
+        ),
+    )
+    for label, stat, theirs in rows:
+        add(f"| {label} | {stat(shipped):.0f} | {stat(learning):.0f} | {theirs} |")
+    ratio = [full_mean / _mean([recs[i]["cpu_ms"] for i in on]) for recs in (shipped, learning)]
+    add(f"| **full-page / ROI**, the same pages | **{ratio[0]:.1f}x** | **{ratio[1]:.1f}x** | |")
+    right = [
+        f"{sum(r['right'] for r in recs)}/{sum(r['fields'] for r in recs)}, "
+        f"{sum(r['wrong_valid'] for r in recs)} wrong+valid"
+        for recs in (shipped, learning)
+    ]
+    add(f"| fields right | {right[0]} | {right[1]} | not scored |")
 
 
 def render(results: dict[str, Any], out: Path) -> None:
@@ -371,6 +426,8 @@ def render(results: dict[str, Any], out: Path) -> None:
             + f" | {_median([r['cpu_ms'] for r in recs]):.1f} "
             f"({_median([r['wall_ms'] for r in recs]):.1f}) |"
         )
+    if "received" in results:
+        _render_received(add, results["received"])
     add("")
     add("### End-to-end variants")
     add("")

@@ -354,6 +354,87 @@ def digital_task(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+RECEIVED_SEED = 2026
+RECEIVED_COUNTS = {"clean": 12, "light": 12, "medium": 12}
+FULL_PAGE_EVERY = 3
+
+
+def received_docs(counts: dict[str, int] = RECEIVED_COUNTS) -> list[Path]:
+    """A night's batch of the invoices one company received (the same buyer on every page, a
+    few suppliers again and again: :func:`extractor.synth.generate.write_received_set`), in
+    ``.cache/bench/received``; written once, its pages in batch order."""
+    from bench.variants import CACHE
+    from extractor.synth.generate import write_received_set
+
+    folder = CACHE / "-".join(
+        ["received", str(RECEIVED_SEED), *(f"{k}{v}" for k, v in counts.items())]
+    )
+    docs = sorted(folder.glob("*/*.jpg"), key=lambda p: p.name)
+    if len(docs) != sum(counts.values()):
+        written = write_received_set(folder, RECEIVED_SEED, counts)
+        docs = sorted((p for p in written if p.suffix == ".jpg"), key=lambda p: p.name)
+    return docs
+
+
+def received_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """The batch of :func:`received_docs` in its order, in one process, page by page in turn:
+    the ROI path as shipped, the ROI path learning the parties as it goes (what ``roi batch``
+    does), and, on every :data:`FULL_PAGE_EVERY`-th page, full-page OCR; the fields each ROI
+    path gets right against the truth."""
+    cpu = setup_worker()
+    from bench.fullpage import fullpage_engine, read_page
+    from extractor.pipeline import Extractor
+
+    docs = [Path(p) for p in spec["docs"]]
+    shipped = Extractor(threads=1, fallback="never")
+    paths = {
+        "shipped": shipped,
+        "learning": Extractor(shipped.engine, fallback="never", learn_parties=True),
+    }
+    full = fullpage_engine(threads=1)
+    shipped.extract(docs[0], "vat_invoice")  # models loaded (the engine is shared)
+    read_page(full, docs[0])
+    load_start = load()
+    records: dict[str, list[dict[str, Any]]] = {name: [] for name in paths}
+    full_records = []
+    for n, doc in enumerate(docs):
+        truth = json.loads(doc.with_suffix(".json").read_text(encoding="utf-8"))
+        expected = truth["pages"][0]["fields"]
+        for name, extractor in paths.items():
+            cpu0 = time.process_time()
+            result = extractor.extract(doc, "vat_invoice")
+            cpu_ms = (time.process_time() - cpu0) * 1000
+            got = result.pages[0].fields
+            wrong = [f for f, value in expected.items() if f not in got or got[f].value != value]
+            records[name].append(
+                {
+                    "file": f"{doc.parent.name}/{doc.name}",
+                    "cpu_ms": cpu_ms,
+                    "fields": len(expected),
+                    "right": len(expected) - len(wrong),
+                    "wrong_valid": sum(f in got and got[f].valid for f in wrong),
+                }
+            )
+        if n % FULL_PAGE_EVERY == FULL_PAGE_EVERY - 1:
+            cpu0 = time.process_time()
+            read_page(full, doc)
+            full_records.append({"index": n, "cpu_ms": (time.process_time() - cpu0) * 1000})
+    return {
+        "cpu": cpu,
+        "docs": [f"{d.parent.name}/{d.name}" for d in docs],
+        "parties": len({tax_id for d in docs for tax_id in _parties_of(d)}),
+        "learned": len(paths["learning"].parties or ()),
+        "paths": records,
+        "full": full_records,
+        "load": [load_start, load()],
+    }
+
+
+def _parties_of(doc: Path) -> list[str]:
+    fields = json.loads(doc.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]["fields"]
+    return [fields["buyer_tax_id"], fields["seller_tax_id"]]
+
+
 def calibration_task(spec: dict[str, Any]) -> dict[str, Any]:
     """Crops of synthetic invoices (seeds the fixtures do not use) for int8 calibration, and
     the int8 models built from them."""
