@@ -18,7 +18,9 @@ pairs (``parties:`` in its YAML) are checked against it:
 CSV: a header row naming a ``tax_id`` (or ``纳税人识别号``) and a ``name`` (or ``名称``) column,
 other columns ignored; UTF-8 (with or without BOM) or GB18030, as Excel writes it in China.
 Without a vendor master, ``roi parties learn`` makes one from past results
-(:func:`learn_parties`).
+(:func:`learn_parties`), and ``roi batch`` learns one as it goes (:class:`PartyLearner`,
+``Extractor(learn_parties=True)``): a party read valid alike in two documents is registered
+for the documents after them, beside the registry given.
 """
 
 from __future__ import annotations
