@@ -270,7 +270,7 @@ def _render_received(add: Callable[[str], None], received: dict[str, Any]) -> No
         "path as shipped, the ROI path learning the parties as it goes (`roi batch` does: a "
         "party read valid in two documents is registered, and tiny's reading of its name is "
         f"kept when it reads it as registered; {received['learned']} learned by the end), and "
-        f"full-page OCR on every {tasks.FULL_PAGE_EVERY}rd page. Fallback off; load "
+        f"full-page OCR on one page in {tasks.FULL_PAGE_EVERY}. Fallback off; load "
         f"{_load(received['load'])}."
     )
     add("")

@@ -362,7 +362,7 @@ FULL_PAGE_EVERY = 3
 def received_docs(counts: dict[str, int] = RECEIVED_COUNTS) -> list[Path]:
     """A night's batch of the invoices one company received (the same buyer on every page, a
     few suppliers again and again: :func:`extractor.synth.generate.write_received_set`), in
-    ``.cache/bench/received``; written once, its pages in batch order."""
+    ``.cache/bench/received-*``; written once, its pages in batch order."""
     from bench.variants import CACHE
     from extractor.synth.generate import write_received_set
 
