@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import pairwise, product
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -230,9 +230,16 @@ class Extractor:
             engine=self.engine.name,
             pages=results,
         )
-        if self._learner is not None and self._learner.add(document.model_dump(mode="json")):
-            self.parties = self._given_parties.with_learned(self._learner.names)
+        if self._learner is not None:
+            self.learn(document.model_dump(mode="json"))
         return document
+
+    def learn(self, document: Mapping[str, Any]) -> None:
+        """With ``learn_parties``: count the parties a document's result (``DocumentResult``
+        JSON) read, for the documents after it (:meth:`extract` does; a caller that runs the
+        stages itself, as the service's workers do, calls this with each result)."""
+        if self._learner is not None and self._learner.add(document):
+            self.parties = self._given_parties.with_learned(self._learner.names)
 
     def extract_page(
         self, page: Page, template: Template | None, timings: Timings | None = None

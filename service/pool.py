@@ -283,6 +283,7 @@ class WorkerPool:
             env=env,
             parties=str(s.parties) if s.parties is not None else None,
             check_print=s.check_print,
+            learn_parties=s.learn_parties,
         )
         return config, device
 

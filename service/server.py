@@ -26,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="read the print of fields the QR code states too (slower); ROI_CHECK_PRINT",
     )
+    a(
+        "--learn-parties",
+        action="store_true",
+        default=None,
+        help="each worker registers the parties it reads in two requests; ROI_LEARN_PARTIES",
+    )
     a("--max-body-mb", type=float, help="largest accepted document, MB (default 20)")
     a("--max-pages", type=int, help="most pages per document (default 50)")
     a("--queue-size", type=int, help="requests waiting for a worker before 429 (default 256)")
@@ -38,8 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     names = [
         "host", "port", "workers", "devices", "workers_per_device", "threads_per_worker",
-        "engine", "parties", "check_print", "max_body_mb", "max_pages", "queue_size",
-        "request_timeout_s", "batch_max_size", "batch_max_wait_ms", "log_level",
+        "engine", "parties", "check_print", "learn_parties", "max_body_mb", "max_pages",
+        "queue_size", "request_timeout_s", "batch_max_size", "batch_max_wait_ms", "log_level",
     ]  # fmt: skip
     return Settings.load(**{n: getattr(args, n, None) for n in names})
 

@@ -44,6 +44,11 @@ class Settings(BaseModel):
     check_print: bool = False
     """Read the print of the fields the QR code states too, and flag a field whose print says
     otherwise; by default they are taken from the code unread (``extractor.pipeline``)."""
+    learn_parties: bool = False
+    """Each worker registers the parties (tax id and name) it has read valid alike in two
+    requests, for the requests after them (``Extractor(learn_parties=True)``): one company's
+    invoices name the same parties again and again. Off by default: a response then depends on
+    what its worker read before."""
     max_body_mb: Annotated[float, Field(gt=0, le=1024)] = 20
     max_pages: Annotated[int, Field(ge=1, le=10_000)] = 50
     queue_size: Annotated[int, Field(ge=1, le=100_000)] = 256

@@ -61,6 +61,7 @@ class WorkerConfig:
     env: dict[str, str] = field(default_factory=dict)
     parties: str | None = None  # the party registry's CSV
     check_print: bool = False  # read the print of the fields the QR code states too
+    learn_parties: bool = False  # register the parties read in two documents (Extractor)
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -141,6 +142,7 @@ class _Runner:
             engine=config.engine,
             parties=config.parties,
             check_print=config.check_print,
+            learn_parties=config.learn_parties,
             **options,
         )
         self.conn = conn
@@ -317,7 +319,9 @@ class _Runner:
             engine=self.extractor.engine.name,
             pages=state.pages,
         )
-        return result.model_dump(mode="json")
+        document = result.model_dump(mode="json")
+        self.extractor.learn(document)
+        return document
 
 
 def _tb(exc: BaseException) -> str:

@@ -8,17 +8,12 @@ from __future__ import annotations
 
 import csv
 import json
-import random
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from test_batch import FIXTURES, roi_batch
-
-from extractor.synth.content import party
-from extractor.synth.generate import make_document
-from extractor.synth.names import REGIONS
+from test_parties import recurring_invoices
 
 CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0038.jpg"
 
@@ -189,15 +184,12 @@ def recurring(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]
     """Three clean invoices between the same two parties, as a night's batch holds them; the
     last prints the seller's name with one character changed. Returns the folder, the seller's
     name and the altered one."""
-    rng = random.Random("batch: recurring parties")
-    buyer, seller = party(rng, REGIONS[2]), party(rng, REGIONS[3])
-    altered = seller.name[:2] + ("华" if seller.name[2] != "华" else "兴") + seller.name[3:]
+    docs, seller, altered = recurring_invoices("batch: recurring parties", 20261202, (2, 3), True)
     folder = tmp_path_factory.mktemp("recurring") / "in"
     folder.mkdir()
-    for n, name in enumerate((seller.name, seller.name, altered)):
-        doc = make_document(20261202 + n, "clean", parties=(buyer, replace(seller, name=name)))
-        (folder / f"{'abc'[n]}.jpg").write_bytes(doc.jpeg)
-    return folder, seller.name, altered
+    for doc, name in zip(docs, "abc", strict=True):
+        (folder / f"{name}.jpg").write_bytes(doc.jpeg)
+    return folder, seller, altered
 
 
 def test_a_batch_learns_the_parties_it_reads_in_two_documents(

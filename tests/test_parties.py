@@ -3,6 +3,7 @@ small model the names it confirms (real models on real fixture pages)."""
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -375,12 +376,28 @@ def test_a_given_registry_wins_over_what_a_run_learns() -> None:
     )
 
 
+def recurring_invoices(
+    label: str, seed: int, regions: tuple[int, int], altered: bool = False
+) -> tuple[list[Document], str, str]:
+    """Three clean invoices of one seller to one buyer (the fixtures name others on every
+    page), the parties drawn from ``label``, the invoices from ``seed``, ``seed + 1``, ...;
+    ``altered``: the last prints the seller's name with one character changed. Returns the
+    invoices, the seller's name and the name the last one prints."""
+    rng = random.Random(label)
+    buyer, seller = party(rng, REGIONS[regions[0]]), party(rng, REGIONS[regions[1]])
+    last = seller.name
+    if altered:
+        last = seller.name[:2] + ("华" if seller.name[2] != "华" else "兴") + seller.name[3:]
+    docs = [
+        make_document(seed + n, "clean", parties=(buyer, replace(seller, name=name)))
+        for n, name in enumerate((seller.name, seller.name, last))
+    ]
+    return docs, seller.name, last
+
+
 @pytest.fixture(scope="module")
 def recurring() -> list[Document]:
-    """Three clean invoices of one seller to one buyer (not the fixtures': each names others)."""
-    rng = random.Random("recurring parties")
-    parties = (party(rng, REGIONS[0]), party(rng, REGIONS[1]))
-    return [make_document(20261201 + n, "clean", parties=parties) for n in range(3)]
+    return recurring_invoices("recurring parties", 20261201, (0, 1))[0]
 
 
 def test_a_run_learns_the_parties_it_has_read_in_two_documents(

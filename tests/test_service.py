@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from test_parties import recurring_invoices
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTY_PAGE = ROOT / "fixtures" / "clean" / "vat_invoice_0001.jpg"
@@ -120,6 +121,7 @@ def tight(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "ROI_SHUTDOWN_TIMEOUT_S": "20",
         "ROI_PARTIES": str(registry),
         "ROI_CHECK_PRINT": "1",
+        "ROI_LEARN_PARTIES": "1",
     }
     server = Server("tight", env, tmp)
     try:
@@ -564,6 +566,22 @@ def test_check_print_reaches_every_worker(main: Server, tight: Server) -> None:
         response = server.client.post("/extract?template=vat_invoice&fallback=never", content=data)
         assert response.status_code == 200, response.text
         assert response.json()["pages"][0]["fields"]["invoice_code"]["source"] == source
+
+
+def test_a_worker_learns_the_parties_when_told_to(main: Server, tight: Server) -> None:
+    """``ROI_LEARN_PARTIES`` (``tight``, one worker): after two requests read the same seller,
+    a third printing its name a character off is given the learned name; ``main`` does not
+    learn: each request stands alone."""
+    docs, seller, altered = recurring_invoices("service: recurring parties", 20261205, (4, 5), True)
+    for server, expected in ((tight, seller), (main, altered)):
+        for doc in docs:
+            response = server.client.post(
+                "/extract?template=vat_invoice&fallback=never", content=doc.jpeg
+            )
+            assert response.status_code == 200, response.text
+        name = response.json()["pages"][0]["fields"]["seller_name"]
+        assert name["value"] == expected and name["valid"], name
+        assert (name["note"] or "").startswith("the learned party registry") == (server is tight)
 
 
 def test_graceful_shutdown_finishes_in_flight(tight: Server) -> None:

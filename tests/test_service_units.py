@@ -83,3 +83,11 @@ def test_check_print_reaches_every_worker() -> None:
     assert config.check_print  # each worker's Extractor reads the print too
     with pytest.raises(ValueError, match="check_print"):
         Settings.load({"ROI_CHECK_PRINT": "perhaps"})
+
+
+def test_learning_the_parties_reaches_every_worker() -> None:
+    assert not Settings.load({}).learn_parties  # each request stands alone
+    s = Settings.load({"ROI_LEARN_PARTIES": "true"})
+    assert s.learn_parties and '"learn_parties": true' in s.describe()
+    config, _ = _pool(s)._config(0)
+    assert config.learn_parties  # each worker's Extractor learns
