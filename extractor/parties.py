@@ -145,6 +145,8 @@ def _rows(reader: csv.DictReader[str], path: Path) -> dict[str, str]:
 
 # -- learning a registry from results -------------------------------------------------------------
 
+TRACKED_IN_A_RUN = 100_000
+"""How many tax ids a run's :class:`PartyLearner` keeps counts of (``Extractor``)."""
 MIN_SEEN = 2
 """How many documents must read a party the same way before :func:`learn_parties` registers it:
 a name has no check character, and a misread repeats itself exactly far less often than once."""
@@ -171,8 +173,12 @@ class PartyLearner:
     ``roi batch``): a nightly batch of one company's invoices names the company as the buyer
     on nearly every page, and its suppliers again and again."""
 
-    def __init__(self, templates: TemplateStore, min_seen: int = MIN_SEEN) -> None:
-        self.min_seen = min_seen
+    def __init__(
+        self, templates: TemplateStore, min_seen: int = MIN_SEEN, most: int | None = None
+    ) -> None:
+        """``most``: how many tax ids to keep counts of (a service worker runs for months):
+        past it, those read in one document only are forgotten."""
+        self.min_seen, self.most = min_seen, most
         self.names: dict[str, str] = {}
         self._parties_of = {template.name: template.parties for template in templates.all()}
         self._seen: dict[str, Counter[str]] = {}
@@ -199,6 +205,9 @@ class PartyLearner:
                     del self.names[tax_id]
                 else:
                     self.names[tax_id] = decided
+        if self.most is not None and len(self._seen) > self.most:
+            self._seen = {t: names for t, names in self._seen.items() if names.total() > 1}
+            self._printed = {name_key(n): n for names in self._seen.values() for n in names}
         return changed
 
     def _decide(self, names: Counter[str]) -> str | None:

@@ -54,7 +54,14 @@ from extractor.fields import (
 from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
-from extractor.parties import Parties, PartyLearner, load_parties, name_key, same_name
+from extractor.parties import (
+    TRACKED_IN_A_RUN,
+    Parties,
+    PartyLearner,
+    load_parties,
+    name_key,
+    same_name,
+)
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -180,7 +187,9 @@ class Extractor:
         self.templates = templates or TemplateStore()
         self.parties = load_parties(parties) if isinstance(parties, str | Path) else parties
         self._given_parties = self.parties or Parties({})
-        self._learner = PartyLearner(self.templates) if learn_parties else None
+        self._learner = (
+            PartyLearner(self.templates, most=TRACKED_IN_A_RUN) if learn_parties else None
+        )
         self.engine = get_engine(engine, **engine_options) if isinstance(engine, str) else engine
         self.dpi = dpi
         self.min_confidence = min_confidence

@@ -354,6 +354,23 @@ def test_a_learner_counts_documents_one_at_a_time(result: dict) -> None:
     assert learner.add(result) is False  # 4 to 1: nothing new
 
 
+def test_a_learner_past_its_limit_forgets_the_parties_read_once(result: dict) -> None:
+    learner = PartyLearner(TemplateStore(), most=2)
+    learner.add(result)
+    learner.add(result)
+    others = json.loads(json.dumps(result))  # two other parties, read once
+    for side, body in (("buyer", "91110000MA0000001"), ("seller", "91110000MA0000002")):
+        others["pages"][0]["fields"][f"{side}_tax_id"]["value"] = uscc(body)
+    learner.add(others)
+    learned = learner.learned()
+    assert set(learned.names) == {truth()["buyer_tax_id"], truth()["seller_tax_id"]}
+    assert learned.rare == 0  # forgotten, not counted
+    learner = PartyLearner(TemplateStore())  # no limit: what `roi parties learn` reports
+    for document in (result, result, others):
+        learner.add(document)
+    assert learner.learned().rare == 2
+
+
 def test_a_given_registry_wins_over_what_a_run_learns() -> None:
     given = Parties({BUYER_ID: "上海某某科技有限公司"})
     both = given.with_learned({BUYER_ID: "上海某其科技有限公司", SELLER_ID: "深圳某某电子有限公司"})
