@@ -8,10 +8,13 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from extractor.engines import ENGINES
 from extractor.errors import RoiError
+
+if TYPE_CHECKING:
+    from extractor.pipeline import Extractor
 
 EXIT_OK, EXIT_REVIEW, EXIT_ERROR = 0, 1, 2
 DEVICES = ("cpu", "cuda", "tensorrt")
@@ -34,24 +37,29 @@ CHECK_PRINT_HELP = (
 )
 
 
-def _extract(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-    from extractor.display import document_table
+def _extractor(args: argparse.Namespace, **options: object) -> Extractor:
+    """The Extractor of ``roi extract`` and ``roi eval``: the options they share from ``args``."""
     from extractor.pipeline import Extractor
 
-    options: dict[str, object] = {"model": args.model} if args.model else {}
-    if provider := _provider(args):
-        options["provider"] = provider
-    extractor = Extractor(
+    return Extractor(
         engine=args.engine,
-        dpi=args.dpi,
         fallback=args.fallback,
         parties=args.parties,
         check_print=args.check_print,
         learn_parties=args.learn_parties,
         **options,
     )
+
+
+def _extract(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from extractor.display import document_table
+
+    options: dict[str, object] = {"model": args.model} if args.model else {}
+    if provider := _provider(args):
+        options["provider"] = provider
+    extractor = _extractor(args, dpi=args.dpi, **options)
     if args.template != "auto":
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
     console = Console(width=None if sys.stdout.isatty() else 140)
@@ -91,16 +99,8 @@ def _templates(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from extractor.evaluate import evaluate, print_report
-    from extractor.pipeline import Extractor
 
-    extractor = Extractor(
-        engine=args.engine,
-        fallback=args.fallback,
-        parties=args.parties,
-        check_print=args.check_print,
-        learn_parties=args.learn_parties,
-    )
-    report = evaluate(Path(args.dir), template=args.template, extractor=extractor)
+    report = evaluate(Path(args.dir), template=args.template, extractor=_extractor(args))
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
