@@ -385,9 +385,11 @@ class Extractor:
         read (both passing their checks, in doubt or not: a name read exactly as registered for
         a registered tax id is not read so by chance), or one close to it (:func:`_close`) when
         the tax id is valid: :func:`_check_parties` gives such a name the registered one, as it
-        would give it a second reading close to it. Two readings do not agree by chance: a
-        second one could only undo them. (A reading in doubt is read again: it would send the
-        page to the fallback.)"""
+        would give it a second reading close to it; or it carries its own check: a tax id of
+        18 characters read valid, its check character (GB 32100) holding, which any one
+        character read wrong, any two swapped or one lost or added would break. Two readings do
+        not agree by chance: a second one could only undo them. (A reading in doubt is read
+        again: it would send the page to the fallback.)"""
         template = prepared.template
         fields = _from_qr(prepared)
         fields.update(
@@ -398,6 +400,11 @@ class Extractor:
         values = {name: f.value if f.valid else None for name, f in fields.items()}
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         agreed = {name for name, value in values.items() if value and stated.get(name) == value}
+        agreed.update(
+            crop.spec.name
+            for crop in prepared.crops
+            if crop.spec.kind is FieldKind.tax_id and len(values.get(crop.spec.name) or "") == 18
+        )
         passing = {name: f.value for name, f in fields.items() if _passes(f)}
         for party in template.parties if self.parties is not None else ():
             name, tax_id = passing.get(party.name), passing.get(party.tax_id)

@@ -741,8 +741,9 @@ def _prepared(
 def test_readings_that_other_readings_confirm(extractor: Extractor) -> None:
     """Which first readings of a page (the cascade's tiny model's, every one of them unsure
     here) other readings confirm, so that the small model need not read them again: those the
-    QR code states, and those of a rule that holds (amount + tax = total, the total in words
-    stating the total) with every field it names. The names are not read yet (None)."""
+    QR code states, those of a rule that holds (amount + tax = total, the total in words
+    stating the total) with every field it names, and a tax id of 18 characters whose check
+    character holds. The names are not read yet (None)."""
     from extractor.fields.words import amount_to_words
 
     prepared, expected = _prepared(extractor, "clean/vat_invoice_0001.jpg")
@@ -771,18 +772,25 @@ def test_readings_that_other_readings_confirm(extractor: Extractor) -> None:
     stated = set(qr_values(prepared.template, prepared.qr))
     assert stated == {"invoice_code", "invoice_number", "amount", "issue_date", "check_code"}
     rules = {"amount", "tax", "total", "total_in_words"}
-    ids = {"buyer_tax_id", "seller_tax_id"}  # no other reading states them
-    assert confirmed() == stated | rules
-    assert ids.isdisjoint(confirmed()) and "buyer_name" not in confirmed()
+    ids = {"buyer_tax_id", "seller_tax_id"}  # each vouched for by its check character
+    assert confirmed() == stated | rules | ids
+    assert "buyer_name" not in confirmed()
+    # a tax id with one character read wrong breaks its check; one with a character below
+    # the bar is read again; an older 15-character id carries no check of its own
+    buyer_id = expected["buyer_tax_id"]
+    slipped = buyer_id[:9] + ("4" if buyer_id[9] != "4" else "7") + buyer_id[10:]
+    assert confirmed(buyer_tax_id=slipped) == stated | rules | {"seller_tax_id"}
+    assert confirmed(unsure="buyer_tax_id") == stated | rules | {"seller_tax_id"}
+    assert confirmed(buyer_tax_id="110108800512123") == stated | rules | {"seller_tax_id"}
     # a number the QR code states otherwise; the words stating another total
     wrong_number = str(int(expected["invoice_number"]) + 1).zfill(8)
-    assert confirmed(invoice_number=wrong_number) == stated - {"invoice_number"} | rules
-    assert confirmed(total_in_words="⊗壹圆整") == stated | rules - {"total_in_words"}
+    assert confirmed(invoice_number=wrong_number) == stated - {"invoice_number"} | rules | ids
+    assert confirmed(total_in_words="⊗壹圆整") == stated | rules - {"total_in_words"} | ids
     # a sum that does not hold confirms none of its terms but the one the QR code states
-    assert confirmed(tax="¥0.01") == stated | {"total_in_words", "total"}
+    assert confirmed(tax="¥0.01") == stated | {"total_in_words", "total"} | ids
     # a character below the field's bar (the page would go to the fallback): read again, and
     # the rule waits for that reading
-    assert confirmed(unsure="tax") == stated | {"total_in_words", "total"}
+    assert confirmed(unsure="tax") == stated | {"total_in_words", "total"} | ids
 
 
 def test_the_qr_codes_values_confirm_readings_unread(extractor: Extractor) -> None:
@@ -813,8 +821,9 @@ def test_the_qr_codes_values_confirm_readings_unread(extractor: Extractor) -> No
         ]
         return {prepared.crops[i].spec.name for i in extractor._confirmed(prepared, reads)}
 
-    assert confirmed() == {"tax", "total", "total_in_words"}
-    assert confirmed(tax="¥0.01") == {"total", "total_in_words"}
+    ids = {"buyer_tax_id", "seller_tax_id"}  # each vouched for by its check character
+    assert confirmed() == {"tax", "total", "total_in_words"} | ids
+    assert confirmed(tax="¥0.01") == {"total", "total_in_words"} | ids
 
 
 def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> None:
