@@ -14,11 +14,11 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from itertools import pairwise, product
+from itertools import product
 from pathlib import Path
 from typing import Any, Literal
 
@@ -144,6 +144,10 @@ class PreparedPage:
     stated: dict[str, str] = dataclasses.field(default_factory=dict)
     """The fields taken from the QR code, neither cut out nor read (:attr:`Extractor.check_print`
     off): the values it states that pass the fields' checks."""
+    repeats: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
+    the total in words, the total), which the page's other readings confirm
+    (:meth:`Extractor.recognize`)."""
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -152,6 +156,10 @@ class PreparedPage:
     @property
     def allowlists(self) -> list[str | None]:
         return _allowlists(self.crops)
+
+
+_PageCheck = Callable[["PreparedPage", Sequence[Recognition | None]], Iterable[int]]
+"""Names crops of a page given its readings (None: a crop not read yet)."""
 
 
 def _allowlists(crops: Sequence[Crop]) -> list[str | None]:
@@ -330,35 +338,111 @@ class Extractor:
         prepared.stated = stated
         return prepared
 
-    def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition]]:
-        """Every crop of ``pages`` read in one engine call (the service batches many pages'
-        crops): each page's readings, in crop order. An engine that reads its doubtful crops a
-        second time with a better model (the cascade) is told which of its first readings the
-        page's other readings confirm (:meth:`_confirmed`): those are not read again."""
-        starts = [0]
-        for page in pages:
-            starts.append(starts[-1] + len(page.crops))
+    def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
+        """Every crop of ``pages`` read, in two engine calls at most (the service batches many
+        pages' crops): each page's readings, in crop order. An engine that reads its doubtful
+        crops a second time with a better model (the cascade) is told which of its first
+        readings the page's other readings confirm (:meth:`_confirmed`): those are not read
+        again. A field that repeats another (:meth:`_read_later`: the total in words) is read
+        after the others, and only where what it repeats is in doubt: elsewhere its reading is
+        None, and :attr:`PreparedPage.repeats` names the field whose value it takes."""
+        reads: list[list[Recognition | None]] = [[None] * len(page.crops) for page in pages]
+        later = [self._read_later(page) for page in pages]
+        now = [
+            [i for i in range(len(page.crops)) if i not in page_later]
+            for page, page_later in zip(pages, later, strict=True)
+        ]
+        self._read(pages, now, reads)
+        for page, page_reads, page_later in zip(pages, reads, later, strict=True):
+            page.repeats = self._repeats(page, page_reads, page_later)
+        needed = [
+            [i for i in sorted(page_later) if page.crops[i].spec.name not in page.repeats]
+            for page, page_later in zip(pages, later, strict=True)
+        ]
+        self._read(pages, needed, reads)
+        return reads
 
-        def confirmed(first: Sequence[Recognition | None]) -> list[int]:
-            return [
-                start + i
-                for page, (start, end) in zip(pages, pairwise(starts), strict=True)
-                for i in self._confirmed(page, first[start:end])
-            ]
+    def _read(
+        self,
+        pages: Sequence[PreparedPage],
+        which: Sequence[Sequence[int]],
+        reads: list[list[Recognition | None]],
+    ) -> None:
+        """The crops ``which`` (per page, their indexes) read in one engine call, into ``reads``
+        (per page, in crop order; what earlier calls read there is what the page's checks see
+        beside this call's first readings)."""
+        order = [(p, i) for p, indexes in enumerate(which) for i in indexes]
+        if not order:
+            return
 
-        def known(first: Sequence[Recognition | None]) -> list[int]:
-            return [
-                start + i
-                for page, (start, end) in zip(pages, pairwise(starts), strict=True)
-                for i in self._known(page, first[start:end])
-            ]
+        def asking(check: _PageCheck) -> Callable[[Sequence[Recognition | None]], list[int]]:
+            """``check``, which names crops of one page given its readings, for the engine's
+            first readings of this call's crops: the positions in this call it names."""
 
-        images = [image for page in pages for image in page.images]
-        allowlists = [allowed for page in pages for allowed in page.allowlists]
-        reads = recognize_confirming(
-            self.engine, images, allowlists, confirmed, known if self.parties else None
+            def asked(first: Sequence[Recognition | None]) -> list[int]:
+                seen = [list(page_reads) for page_reads in reads]
+                for (p, i), read in zip(order, first, strict=True):
+                    seen[p][i] = read
+                named = {(p, i) for p, page in enumerate(pages) for i in check(page, seen[p])}
+                return [k for k, crop in enumerate(order) if crop in named]
+
+            return asked
+
+        crops = [pages[p].crops[i] for p, i in order]
+        got = recognize_confirming(
+            self.engine,
+            [crop.image for crop in crops],
+            _allowlists(crops),
+            asking(self._confirmed),
+            asking(self._known) if self.parties else None,
         )
-        return [reads[start:end] for start, end in pairwise(starts)]
+        for (p, i), read in zip(order, got, strict=True):
+            reads[p][i] = read
+
+    def _read_later(self, prepared: PreparedPage) -> set[int]:
+        """The crops of fields that repeat another (a same rule's), read after the others: on a
+        page whose QR code was decoded (its values vouch for the sums) and unless the print is
+        checked, all of a rule's fields but the one of fewest input columns (the total rather
+        than the total in words), or all of them where the code states one."""
+        if self.check_print or not prepared.stated:
+            return set()
+        index = {crop.spec.name: i for i, crop in enumerate(prepared.crops)}
+        later: set[int] = set()
+        for rule in prepared.template.rules:
+            if not isinstance(rule, SameRule):
+                continue
+            present = [index[name] for name in rule.fields if name in index]
+            if any(name in prepared.stated for name in rule.fields):
+                later.update(present)
+            elif len(present) > 1:
+                shape = [prepared.crops[i].image.shape for i in present]  # columns: width/height
+                first = present[min(range(len(present)), key=lambda k: shape[k][1] / shape[k][0])]
+                later.update(i for i in present if i != first)
+        return later
+
+    def _repeats(
+        self, prepared: PreparedPage, reads: Sequence[Recognition | None], later: set[int]
+    ) -> dict[str, str]:
+        """Of the crops read later (``later``), the fields whose same rule's other field the QR
+        code states or the page's readings so far (``reads``) confirm (:meth:`_confirmed`: a sum
+        that holds with the code's amount): each with the field it takes its value from."""
+        if not later:
+            return {}
+        sure = set(prepared.stated) | {
+            prepared.crops[i].spec.name for i in self._confirmed(prepared, reads)
+        }
+        repeats = {}
+        for rule in prepared.template.rules:
+            if not isinstance(rule, SameRule):
+                continue
+            source = next((name for name in rule.fields if name in sure), None)
+            if source is None:
+                continue
+            for i in later:
+                name = prepared.crops[i].spec.name
+                if name in rule.fields and name != source:
+                    repeats[name] = source
+        return repeats
 
     def _known(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> list[int]:
         """The crops of the names whose party's tax id, as first read (``reads``), passes its
@@ -420,14 +504,16 @@ class Extractor:
             agreed.update(rule_fields(rule))
         return {i for i, crop in enumerate(prepared.crops) if crop.spec.name in agreed}
 
-    def finish(self, prepared: PreparedPage, reads: Sequence[Recognition]) -> PageResult:
+    def finish(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it
         is called for, and cross-check the fields (rules, QR code)."""
         with _timed(prepared.timings, "validate"):
             found = _from_qr(prepared) | {
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
                 for crop, read in zip(prepared.crops, reads, strict=True)
+                if read is not None
             }
+            found.update(_repeated(prepared, found))
             order = [spec.name for spec in prepared.template.fields]
             fields = {name: found[name] for name in order if name in found}
         with _timed(prepared.timings, "recognize"):  # mostly: a crop is cut, then read
@@ -1143,27 +1229,48 @@ def _stated(template: Template, qr: str) -> dict[str, str]:
 def _from_qr(prepared: PreparedPage) -> dict[str, FieldResult]:
     """The fields of ``prepared`` taken from its QR code unread (:attr:`PreparedPage.stated`),
     each with its template box on the page."""
-    template, homography = prepared.template, prepared.alignment.homography
-    if not prepared.stated or homography is None:  # none stated: an unregistered page too
+    if not prepared.stated or prepared.alignment.homography is None:  # an unregistered page too
         return {}
-    to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
-
-    def box(name: str) -> list[float]:
-        x, y, w, h = template.field(name).box.as_list()
-        return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
-
     return {
         name: FieldResult(
             value=value,
             raw=value,
             confidence=1.0,
             valid=True,
-            box=box(name),
+            box=_template_box(prepared, name),
             source="qr",
             note="from the QR code (the print was not read)",
         )
         for name, value in prepared.stated.items()
     }
+
+
+def _repeated(prepared: PreparedPage, found: Mapping[str, FieldResult]) -> dict[str, FieldResult]:
+    """The fields of ``prepared`` not read, each taking the value of the field it repeats
+    (:attr:`PreparedPage.repeats`), with its template box on the page."""
+    repeated = {}
+    for name, source in prepared.repeats.items():
+        sure = found[source]
+        repeated[name] = FieldResult(
+            value=sure.value,
+            raw="",
+            confidence=sure.confidence,
+            valid=True,
+            box=_template_box(prepared, name),
+            source=sure.source,
+            note=f"taken from {source}, which it repeats and the page's other readings "
+            "confirm (its print was not read)",
+        )
+    return repeated
+
+
+def _template_box(prepared: PreparedPage, name: str) -> list[float]:
+    """The template box of field ``name`` on the page (a registered one)."""
+    template, homography = prepared.template, prepared.alignment.homography
+    assert homography is not None
+    to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
+    x, y, w, h = template.field(name).box.as_list()
+    return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
 
 
 def _settle_by_qr(

@@ -677,10 +677,12 @@ def test_the_fallback_runs_on_the_recognisers_threads_and_on_a_gpu_only_through_
 def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     extractor: Extractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """medium/vat_invoice_0035: its amount in words and its seller's name and tax id fail on
-    the ROI path. The fallback's OCR reads their rows of the form alone (one band, a quarter of
-    the page) and finds the amount in words and the tax id there."""
+    """medium/vat_invoice_0035: its amount in words (read with the print checked: else it takes
+    the total's value unread) and its seller's name and tax id fail on the ROI path. The
+    fallback's OCR reads their rows of the form alone (one band, a quarter of the page) and
+    finds the amount in words and the tax id there."""
     path = FIXTURES / "medium/vat_invoice_0035.jpg"
+    extractor = _print_checked(extractor)
     seen = _count_fullpage_reads(extractor, monkeypatch)
     (page,) = extractor.extract(path, "vat_invoice").pages
     expected = truth(path)["pages"][0]["fields"]
@@ -694,16 +696,19 @@ def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
 def test_no_fallback_for_what_the_rules_confirm(
     extractor: Extractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """medium/vat_invoice_0031: only its amount in words is in doubt on the ROI path, and it
-    states the total: the rule confirms it, and full-page OCR (seconds) is not run at all."""
+    """medium/vat_invoice_0031: only its amount in words is in doubt on the ROI path (read with
+    the print checked), and it states the total: the rule confirms it, and full-page OCR
+    (seconds) is not run at all. By default the words are not read at all: the sum holds with
+    the QR code's amount, and they take the total's value."""
     path = FIXTURES / "medium/vat_invoice_0031.jpg"
-    seen = _count_fullpage_reads(extractor, monkeypatch)
-    (page,) = extractor.extract(path, "vat_invoice").pages
     expected = truth(path)["pages"][0]["fields"]
-    assert {k: f.value for k, f in page.fields.items()} == expected
-    assert all(f.valid and f.source in ("roi", "qr") for f in page.fields.values())
-    assert "confirmed by" in (page.fields["total_in_words"].note or "")
-    assert seen == [] and page.timings_ms.fallback == 0
+    for reader, note in ((_print_checked(extractor), "confirmed by"), (extractor, "taken from")):
+        seen = _count_fullpage_reads(reader, monkeypatch)
+        (page,) = reader.extract(path, "vat_invoice").pages
+        assert {k: f.value for k, f in page.fields.items()} == expected
+        assert all(f.valid and f.source in ("roi", "qr") for f in page.fields.values())
+        assert note in (page.fields["total_in_words"].note or "")
+        assert seen == [] and page.timings_ms.fallback == 0
 
 
 def _count_fullpage_reads(
@@ -720,6 +725,11 @@ def _count_fullpage_reads(
     return seen
 
 
+def _print_checked(extractor: Extractor) -> Extractor:
+    """``extractor`` (its engine, its fallback) reading the print of every field."""
+    return Extractor(extractor.engine, fallback=extractor.fallback, check_print=True)
+
+
 def _prepared(
     extractor: Extractor, name: str, check_print: bool = True
 ) -> tuple[Any, dict[str, str]]:
@@ -731,8 +741,8 @@ def _prepared(
 
     path = FIXTURES / name
     page = next(iter_pages(path.read_bytes()))
-    if check_print:  # the same engine
-        extractor = Extractor(extractor.engine, fallback=extractor.fallback, check_print=True)
+    if check_print:
+        extractor = _print_checked(extractor)
     prepared = extractor.prepare(page, TemplateStore().get("vat_invoice"), Timings())
     assert isinstance(prepared, PreparedPage)
     return prepared, truth(path)["pages"][0]["fields"]
@@ -824,6 +834,40 @@ def test_the_qr_codes_values_confirm_readings_unread(extractor: Extractor) -> No
     ids = {"buyer_tax_id", "seller_tax_id"}  # each vouched for by its check character
     assert confirmed() == {"tax", "total", "total_in_words"} | ids
     assert confirmed(tax="¥0.01") == {"total", "total_in_words"} | ids
+
+
+def test_the_total_in_words_is_read_only_where_the_total_is_in_doubt(
+    extractor: Extractor,
+) -> None:
+    """The total in words repeats the total: on a page whose QR code was decoded it is read
+    after the other fields, and only where the total is in doubt. Where the sum holds with the
+    code's amount, it takes the total's value unread (source and confidence the total's, its
+    box the template's); where the tax cannot be read, the words are read and state the total;
+    with the print checked, they are read with the rest."""
+    prepared, expected = _prepared(extractor, "clean/vat_invoice_0001.jpg", check_print=False)
+    names = [crop.spec.name for crop in prepared.crops]
+    words = names.index("total_in_words")
+    (reads,) = extractor.recognize([prepared])
+    assert reads[words] is None and all(r is not None for i, r in enumerate(reads) if i != words)
+    assert prepared.repeats == {"total_in_words": "total"}
+    fields = extractor.finish(prepared, reads).fields
+    total, repeated = fields["total"], fields["total_in_words"]
+    assert repeated.value == total.value == expected["total_in_words"]
+    assert repeated.valid and repeated.raw == "" and "taken from total" in (repeated.note or "")
+    assert (repeated.source, repeated.confidence) == (total.source, total.confidence)
+    assert repeated.box is not None and repeated.box != total.box
+
+    prepared, _ = _prepared(extractor, "clean/vat_invoice_0001.jpg", check_print=False)
+    prepared.crops[names.index("tax")].image[:] = 255  # a tax nobody can read: no sum holds
+    (reads,) = extractor.recognize([prepared])
+    assert prepared.repeats == {} and reads[words] is not None
+    fields = extractor.finish(prepared, reads).fields
+    assert fields["total_in_words"].value == expected["total_in_words"]
+    assert fields["total_in_words"].raw and fields["total_in_words"].valid
+
+    checked, _ = _prepared(extractor, "clean/vat_invoice_0001.jpg")
+    (reads,) = _print_checked(extractor).recognize([checked])
+    assert checked.repeats == {} and all(r is not None for r in reads)
 
 
 def test_a_sum_that_holds_two_ways_confirms_no_reading(extractor: Extractor) -> None:
