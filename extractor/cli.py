@@ -32,8 +32,9 @@ LEARN_PARTIES_HELP = (
     "documents of this run: names read as learned skip the slower model (default: %(default)s)"
 )
 CHECK_PRINT_HELP = (
-    "read the print of the fields the QR code states too, and flag a field whose print says "
-    "otherwise (by default they are taken from the code unread: faster)"
+    "read the print of the fields the QR code states too, and of the total in words where the "
+    "total is confirmed, and flag a field whose print says otherwise (by default they are taken "
+    "from the code, and the words from the total, unread: faster)"
 )
 
 
