@@ -6,7 +6,7 @@ from rich.console import Group
 from rich.table import Table
 from rich.text import Text
 
-from extractor.result import DocumentResult, PageResult
+from extractor.result import DocumentResult, FieldResult, PageResult
 
 
 def page_table(result: PageResult, file: str) -> Table:
@@ -25,7 +25,7 @@ def page_table(result: PageResult, file: str) -> Table:
     table.add_column("conf", justify="right")
     table.add_column("valid")
     table.add_column("source")
-    table.add_column("errors")
+    table.add_column("errors / note")
     for name, field in result.fields.items():
         mark = Text("yes", style="green") if field.valid else Text("NO", style="bold red")
         table.add_row(
@@ -34,9 +34,16 @@ def page_table(result: PageResult, file: str) -> Table:
             f"{field.confidence:.2f}",
             mark,
             field.source,
-            "; ".join(field.errors),
+            _why(field),
         )
     return table
+
+
+def _why(field: FieldResult) -> Text:
+    """What is wrong with a field, or else how it was mended or vouched for (dimmed)."""
+    if field.errors:
+        return Text("; ".join(field.errors))
+    return Text(field.note or "", style="dim")
 
 
 def document_table(result: DocumentResult) -> Group:
