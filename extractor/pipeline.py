@@ -46,6 +46,7 @@ from extractor.fields import (
     check_value,
     holding_rules,
     implied_values,
+    is_valid_uscc,
     resolve_allowlist,
     rule_fields,
     unconfirmed,
@@ -160,6 +161,12 @@ class PreparedPage:
 
 _PageCheck = Callable[["PreparedPage", Sequence[Recognition | None]], Iterable[int]]
 """Names crops of a page given its readings (None: a crop not read yet)."""
+
+
+def _columns(image: np.ndarray) -> float:
+    """A crop's width over its height: at the recogniser's fixed input height, in proportion to
+    the input columns it costs."""
+    return image.shape[1] / image.shape[0]
 
 
 def _allowlists(crops: Sequence[Crop]) -> list[str | None]:
@@ -415,8 +422,7 @@ class Extractor:
             if any(name in prepared.stated for name in rule.fields):
                 later.update(present)
             elif len(present) > 1:
-                shape = [prepared.crops[i].image.shape for i in present]  # columns: width/height
-                first = present[min(range(len(present)), key=lambda k: shape[k][1] / shape[k][0])]
+                first = min(present, key=lambda i: _columns(prepared.crops[i].image))
                 later.update(i for i in present if i != first)
         return later
 
@@ -484,11 +490,8 @@ class Extractor:
         values = {name: f.value if f.valid else None for name, f in fields.items()}
         stated = qr_values(template, prepared.qr) if prepared.qr else {}
         agreed = {name for name, value in values.items() if value and stated.get(name) == value}
-        agreed.update(
-            crop.spec.name
-            for crop in prepared.crops
-            if crop.spec.kind is FieldKind.tax_id and len(values.get(crop.spec.name) or "") == 18
-        )
+        tax_ids = (c.spec.name for c in prepared.crops if c.spec.kind is FieldKind.tax_id)
+        agreed.update(name for name in tax_ids if is_valid_uscc(values.get(name) or ""))
         passing = {name: f.value for name, f in fields.items() if _passes(f)}
         for party in template.parties if self.parties is not None else ():
             name, tax_id = passing.get(party.name), passing.get(party.tax_id)
