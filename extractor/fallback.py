@@ -17,7 +17,7 @@ For each field the first reading that validates wins; each says where it came fr
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -285,12 +285,18 @@ def rows_to_read(specs: list[FieldSpec], template: Template, homography: np.ndar
 
 
 def near_fields(
-    specs: list[FieldSpec], template: Template, homography: np.ndarray
+    specs: list[FieldSpec],
+    template: Template,
+    homography: np.ndarray,
+    settled: Sequence[FieldSpec] = (),
 ) -> Callable[[np.ndarray], bool]:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
     and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
     line of one character (:data:`ONE_CHARACTER`) only counts inside a field's box: outside,
-    it is no label of two characters or more, nor a value that passes its checks."""
+    it is no label of two characters or more, nor a value that passes its checks. Nor does a
+    line inside the box of a field of ``settled`` (read valid) and of none of ``specs``: it is
+    that field's value, no label, and no other field's value (the amount beside the tax's
+    label 合计, the tax id below the name's)."""
     ppm = template.px_per_mm
     to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
     windows = [
@@ -303,16 +309,21 @@ def near_fields(
         for s in specs
     ]
     boxes = [_box_reach(s, template) for s in specs]  # as lines_in_box takes a line's centre
+    taken = [_box_reach(s, template) for s in settled]
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
         mm = mapped(quad, to_mm)
         (x0, _), (x1, _) = mm.min(axis=0), mm.max(axis=0)
         cx, cy = mm.mean(axis=0)
-        if not short_labels and _one_character(mm):
+
+        def within(reaches: list[tuple[float, float, float, float]]) -> bool:
             return any(
-                left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in boxes
+                left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in reaches
             )
+
+        if (not short_labels and _one_character(mm)) or within(taken):
+            return within(boxes)
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
             for left, top, right, bottom in windows

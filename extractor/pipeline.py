@@ -653,17 +653,28 @@ class Extractor:
                 c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
                 for c, read in zip(crops, reads, strict=True)
             }
-        merged: dict[str, FieldResult] = {}
         page = (image, homography, template) if homography is not None else None
-        for spec in template.fields:
-            candidates = [fields.get(spec.name), second.get(spec.name)]
+
+        def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
+            """The field's readings, first choice first: as read, re-read on the label-aligned
+            page, the page's lines in its box, the line beside its label. Each is made when
+            asked for: a line's reading can cost a second recognition of it."""
+            yield fields.get(spec.name)
+            yield second.get(spec.name)
             if homography is not None:
                 found = lines_in_box(lines, spec, template, homography)
-                candidates.append(self._from_text(spec, found, page))
+                yield self._from_text(spec, found, page)
             near = _reach(spec, template, homography) if homography is not None else None
-            found = beside_label(lines, spec, near, reference.texts)
-            candidates.append(self._from_text(spec, found, page))
-            present = [c for c in candidates if c is not None]
+            yield self._from_text(spec, beside_label(lines, spec, near, reference.texts), page)
+
+        merged: dict[str, FieldResult] = {}
+        for spec in template.fields:
+            present = []
+            for reading in readings(spec):  # up to the first valid one: the later would not win
+                if reading is not None:
+                    present.append(reading)
+                    if reading.valid:
+                        break
             if not present and homography is None:
                 continue  # nothing aligns the page to the form: report only what was found
             # the first valid reading; else the surest of those only in doubt (their values
@@ -693,9 +704,11 @@ class Extractor:
         assert image is not None
         views = keep = None
         if alignment.matched and alignment.homography is not None and prepared.fallback != "always":
-            doubtful = [spec for spec in prepared.template.fields if not fields[spec.name].valid]
-            views = rows_to_read(doubtful, prepared.template, alignment.homography)
-            keep = near_fields(doubtful, prepared.template, alignment.homography)
+            template = prepared.template
+            doubtful = [spec for spec in template.fields if not fields[spec.name].valid]
+            settled = [spec for spec in template.fields if fields[spec.name].valid]
+            views = rows_to_read(doubtful, template, alignment.homography)
+            keep = near_fields(doubtful, template, alignment.homography, settled)
         return self.fullpage_ocr()(image, views, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:

@@ -150,3 +150,25 @@ def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
     assert near(line(60, 100, 92 - ROW_MM + 1))  # within ROW_MM above
     assert not near(line(40, 44, 95.5))  # one character before the box: no label, no value
     assert near(line(60, 64, 95.5))  # one character in the box: maybe a piece of the value
+
+
+def test_a_line_in_the_box_of_a_field_read_valid_is_not_recognised_for_another() -> None:
+    """The buyer's tax id, read valid, sits within ROW_MM below the buyer's name in doubt: its
+    line is that field's value, no label and no name, so the fallback does not read it; the
+    name's own line, its label and a line in both boxes' reach are read."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    name, tax_id = template.field("buyer_name"), template.field("buyer_tax_id")  # y 38 / 43 mm
+
+    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
+        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
+                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
+
+    unsettled = near_fields([name], template, np.eye(3))
+    near = near_fields([name], template, np.eye(3), settled=[tax_id])
+    assert unsettled(line(48, 95, 45.5)) and not near(line(48, 95, 45.5))  # the tax id's line
+    assert near(line(48, 100, 40.5))  # the name's own line
+    assert near(line(20, 44, 40.5))  # its label
+    assert near(line(48, 100, 43.0))  # in the reach of both boxes: maybe the name, fallen low
+    doubted = near_fields([name, tax_id], template, np.eye(3), settled=[])
+    assert doubted(line(48, 95, 45.5))  # both in doubt: read

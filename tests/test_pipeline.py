@@ -693,6 +693,31 @@ def test_the_fallback_reads_only_the_rows_of_the_fields_in_doubt(
     assert len(seen) == 1 and seen[0][0] * seen[0][1] < 0.3 * h * w
 
 
+def test_the_fallback_reads_no_line_again_for_a_field_read_valid(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """medium/vat_invoice_0027 with the fallback reading the whole page (``always``): every
+    name and code has its line there, and a name's or code's line is read a second time by the
+    recogniser. A field read valid on the ROI path keeps that reading, so the fallback makes
+    no reading of its own for it: its lines are read again for the fields in doubt only."""
+    path = FIXTURES / "medium/vat_invoice_0027.jpg"
+    as_read = Extractor(extractor.engine, fallback="never").extract(path, "vat_invoice")
+    read_valid = {name for name, f in as_read.pages[0].fields.items() if f.valid}
+    asked: list[str] = []
+    from_text = Extractor._from_text
+
+    def recording(self: Extractor, spec: Any, found: Any, page: Any = None) -> Any:
+        if found is not None:
+            asked.append(spec.name)
+        return from_text(self, spec, found, page)
+
+    monkeypatch.setattr(Extractor, "_from_text", recording)
+    (page,) = Extractor(extractor.engine, fallback="always").extract(path, "vat_invoice").pages
+    assert asked and not read_valid & set(asked)
+    for name in read_valid:
+        assert page.fields[name] == as_read.pages[0].fields[name]
+
+
 def test_no_fallback_for_what_the_rules_confirm(
     extractor: Extractor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
