@@ -17,6 +17,7 @@ For each field the first reading that validates wins; each says where it came fr
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -289,6 +290,7 @@ def near_fields(
     template: Template,
     homography: np.ndarray,
     settled: Sequence[FieldSpec] = (),
+    form: Sequence[TextLine] = (),
 ) -> Callable[[np.ndarray], bool]:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
     and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
@@ -296,7 +298,10 @@ def near_fields(
     it is no label of two characters or more, nor a value that passes its checks. Nor does a
     line inside the box of a field of ``settled`` (read valid) and of none of ``specs``: it is
     that field's value, no label, and no other field's value (the amount beside the tax's
-    label 合计, the tax id below the name's)."""
+    label 合计, the tax id below the name's). Nor, outside the boxes of ``specs``, a line over
+    the form's own print (``form``: the reference form's lines, reference px) but the labels
+    of ``specs``: another field's label (校验码, 地址、电话) or what the form frames beside them
+    (the 密码区's cipher, the 备注), no value of theirs."""
     ppm = template.px_per_mm
     to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
     windows = [
@@ -310,26 +315,45 @@ def near_fields(
     ]
     boxes = [_box_reach(s, template) for s in specs]  # as lines_in_box takes a line's centre
     taken = [_box_reach(s, template) for s in settled]
+    others = _others_print(form, specs, ppm)
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
         mm = mapped(quad, to_mm)
-        (x0, _), (x1, _) = mm.min(axis=0), mm.max(axis=0)
+        (x0, y0), (x1, y1) = mm.min(axis=0), mm.max(axis=0)
         cx, cy = mm.mean(axis=0)
-
-        def within(reaches: list[tuple[float, float, float, float]]) -> bool:
-            return any(
-                left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in reaches
-            )
-
-        if (not short_labels and _one_character(mm)) or within(taken):
-            return within(boxes)
+        if any(left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in boxes):
+            return True
+        if not short_labels and _one_character(mm):
+            return False
+        if any(left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in taken):
+            return False
+        if any(
+            x1 > left and x0 < right and y1 > top and y0 < bottom
+            for left, top, right, bottom in others
+        ):
+            return False
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
             for left, top, right, bottom in windows
         )
 
     return near
+
+
+def _others_print(
+    form: Sequence[TextLine], specs: Sequence[FieldSpec], ppm: float
+) -> list[tuple[float, float, float, float]]:
+    """Where (x0, y0, x1, y1, mm) the form prints text that is no part of a label of ``specs``
+    (名 and 称： are parts of 名称; compared as NFKC: （小写） is printed (小写))."""
+    labels = [unicodedata.normalize("NFKC", norm(s.label)) for s in specs if s.label]
+    spans = []
+    for line in form:
+        text = unicodedata.normalize("NFKC", norm(line.text))
+        if text and not any(text in label or label in text for label in labels):
+            (x0, y0), (x1, y1) = line.quad.min(axis=0) / ppm, line.quad.max(axis=0) / ppm
+            spans.append((float(x0), float(y0), float(x1), float(y1)))
+    return spans
 
 
 ONE_CHARACTER = 1.5

@@ -708,7 +708,8 @@ class Extractor:
             doubtful = [spec for spec in template.fields if not fields[spec.name].valid]
             settled = [spec for spec in template.fields if fields[spec.name].valid]
             views = rows_to_read(doubtful, template, alignment.homography)
-            keep = near_fields(doubtful, template, alignment.homography, settled)
+            form = self.reference_labels(template).lines
+            keep = near_fields(doubtful, template, alignment.homography, settled, form)
         return self.fullpage_ocr()(image, views, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:

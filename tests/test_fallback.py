@@ -172,3 +172,33 @@ def test_a_line_in_the_box_of_a_field_read_valid_is_not_recognised_for_another()
     assert near(line(48, 100, 43.0))  # in the reach of both boxes: maybe the name, fallen low
     doubted = near_fields([name, tax_id], template, np.eye(3), settled=[])
     assert doubted(line(48, 95, 45.5))  # both in doubt: read
+
+
+def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt() -> None:
+    """Outside the boxes in doubt, a line over the form's own print (its reference's lines) is
+    read only where that print is part of a doubtful field's label: beside the buyer's name,
+    校验码 and the 密码区's cipher (read with the 密 it covers) are not; 称：, of 名称, is."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    name = template.field("buyer_name")  # box x 47-138, y 38-43 mm
+
+    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
+        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
+                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
+
+    def printed(text: str, x0: float, x1: float, y0: float, y1: float) -> TextLine:
+        quad = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32) * ppm
+        return TextLine(quad, text, 0.99)
+
+    form = [
+        printed("校验码", 14, 24.3, 28, 30.6),
+        printed("称：", 39.5, 46, 39, 41.8),
+        printed("密码区", 138.4, 143.3, 39, 57),  # printed downwards
+    ]
+    plain = near_fields([name], template, np.eye(3))
+    near = near_fields([name], template, np.eye(3), form=form)
+    cipher, check = line(137.5, 213, 43.7), line(14, 24, 29.6)
+    assert plain(cipher) and not near(cipher)
+    assert plain(check) and not near(check)  # within ROW_MM above the name
+    assert near(line(39.4, 45.7, 40.8))  # 称：
+    assert near(line(43.6, 94.2, 39.1))  # the name, begun over 称：'s end, in its box
