@@ -322,11 +322,9 @@ def near_fields(
         mm = mapped(quad, to_mm)
         (x0, y0), (x1, y1) = mm.min(axis=0), mm.max(axis=0)
         cx, cy = mm.mean(axis=0)
-        if any(left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in boxes):
+        if _inside(cx, cy, boxes):
             return True
-        if not short_labels and _one_character(mm):
-            return False
-        if any(left <= cx <= right and top <= cy <= bottom for left, top, right, bottom in taken):
+        if (not short_labels and _one_character(mm)) or _inside(cx, cy, taken):
             return False
         if any(
             x1 > left and x0 < right and y1 > top and y0 < bottom
@@ -339,6 +337,10 @@ def near_fields(
         )
 
     return near
+
+
+def _inside(x: float, y: float, spans: list[tuple[float, float, float, float]]) -> bool:
+    return any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in spans)
 
 
 def _others_print(

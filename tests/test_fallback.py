@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 from pathlib import Path
 
 import cv2
@@ -31,6 +32,12 @@ def _line(text: str, x: float, y: float, width: float, angle_deg: float) -> Text
     quad = [top_left, top_left + width * along, top_left + width * along + 20 * down]
     quad.append(top_left + 20 * down)
     return TextLine(np.array(quad, np.float32), text, 0.99)
+
+
+def _across(ppm: float, x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
+    """The outline (px) of a level line 3 mm tall from x0 to x1 mm, centred at y mm."""
+    return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
+                     [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
 
 
 def _rotated_row(angle: float) -> list[TextLine]:
@@ -132,13 +139,9 @@ def test_only_the_lines_near_the_fields_in_doubt_are_recognised() -> None:
     around it (LEFT_MM before its box for its label, RIGHT_MM after) are read, whole; a line of
     one character only in the box."""
     template = TemplateStore().get("vat_invoice")
-    ppm = template.px_per_mm
+    line = partial(_across, template.px_per_mm)
     words = template.field("total_in_words")  # box x 54-160 mm, y 92-99 mm
     near = near_fields([words], template, np.eye(3))
-
-    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
-        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
-                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
 
     assert near(line(60, 100, 95.5))  # the value in its box
     assert near(line(14, 44, 95.5))  # its label, before the box
@@ -157,12 +160,8 @@ def test_a_line_in_the_box_of_a_field_read_valid_is_not_recognised_for_another()
     line is that field's value, no label and no name, so the fallback does not read it; the
     name's own line, its label and a line in both boxes' reach are read."""
     template = TemplateStore().get("vat_invoice")
-    ppm = template.px_per_mm
+    line = partial(_across, template.px_per_mm)
     name, tax_id = template.field("buyer_name"), template.field("buyer_tax_id")  # y 38 / 43 mm
-
-    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
-        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
-                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
 
     unsettled = near_fields([name], template, np.eye(3))
     near = near_fields([name], template, np.eye(3), settled=[tax_id])
@@ -180,11 +179,8 @@ def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt
     校验码 and the 密码区's cipher (read with the 密 it covers) are not; 称：, of 名称, is."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
+    line = partial(_across, ppm)
     name = template.field("buyer_name")  # box x 47-138, y 38-43 mm
-
-    def line(x0_mm: float, x1_mm: float, y_mm: float) -> np.ndarray:
-        return np.array([[x0_mm, y_mm - 1.5], [x1_mm, y_mm - 1.5], [x1_mm, y_mm + 1.5],
-                         [x0_mm, y_mm + 1.5]], np.float32) * ppm  # fmt: skip
 
     def printed(text: str, x0: float, x1: float, y0: float, y1: float) -> TextLine:
         quad = np.array([[x0, y0], [x1, y0], [x1, y1], [x0, y1]], np.float32) * ppm
