@@ -315,7 +315,7 @@ def near_fields(
     ]
     boxes = [_box_reach(s, template) for s in specs]  # as lines_in_box takes a line's centre
     taken = [_box_reach(s, template) for s in settled]
-    others = _others_print(form, specs, ppm)
+    others = _others_print(form, specs, template)
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 
     def near(quad: np.ndarray) -> bool:
@@ -344,16 +344,22 @@ def _inside(x: float, y: float, spans: list[tuple[float, float, float, float]]) 
 
 
 def _others_print(
-    form: Sequence[TextLine], specs: Sequence[FieldSpec], ppm: float
+    form: Sequence[TextLine], specs: Sequence[FieldSpec], template: Template
 ) -> list[tuple[float, float, float, float]]:
-    """Where (x0, y0, x1, y1, mm) the form prints text that is no part of a label of ``specs``
-    (名 and 称： are parts of 名称; compared as NFKC: （小写） is printed (小写))."""
+    """Where (x0, y0, x1, y1, mm) the form prints text, outside every field's box (a reference
+    made from a filled sample holds its values there: :attr:`Reference.labels` leaves them out
+    too), that is no part of a label of ``specs`` (名 and 称： are parts of 名称; compared as
+    NFKC: （小写） is printed (小写))."""
+    ppm = template.px_per_mm
+    boxes = [(f.box.x, f.box.y, f.box.x + f.box.w, f.box.y + f.box.h) for f in template.fields]
     labels = [unicodedata.normalize("NFKC", norm(s.label)) for s in specs if s.label]
     spans = []
     for line in form:
         text = unicodedata.normalize("NFKC", norm(line.text))
+        (x0, y0), (x1, y1) = line.quad.min(axis=0) / ppm, line.quad.max(axis=0) / ppm
+        if _inside((x0 + x1) / 2, (y0 + y1) / 2, boxes):
+            continue  # a value of the sample the reference was made from
         if text and not any(text in label or label in text for label in labels):
-            (x0, y0), (x1, y1) = line.quad.min(axis=0) / ppm, line.quad.max(axis=0) / ppm
             spans.append((float(x0), float(y0), float(x1), float(y1)))
     return spans
 

@@ -176,7 +176,8 @@ def test_a_line_in_the_box_of_a_field_read_valid_is_not_recognised_for_another()
 def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt() -> None:
     """Outside the boxes in doubt, a line over the form's own print (its reference's lines) is
     read only where that print is part of a doubtful field's label: beside the buyer's name,
-    校验码 and the 密码区's cipher (read with the 密 it covers) are not; 称：, of 名称, is."""
+    校验码 and the 密码区's cipher (read with the 密 it covers) are not; 称：, of 名称, is. A
+    sample's value in a field's box is no form print."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
     line = partial(_across, ppm)
@@ -198,3 +199,6 @@ def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt
     assert plain(check) and not near(check)  # within ROW_MM above the name
     assert near(line(39.4, 45.7, 40.8))  # 称：
     assert near(line(43.6, 94.2, 39.1))  # the name, begun over 称：'s end, in its box
+    # a reference made from a filled sample holds its values in their boxes: no form print
+    sample = [*form, printed("91350102515373949Y", 48, 90, 43.5, 46.5)]  # the tax id's box
+    assert near_fields([name], template, np.eye(3), form=sample)(line(48, 95, 45.5))
