@@ -270,7 +270,7 @@ class WorkerPool:
         provider = "cpu"
         if device.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
-            provider = "cuda"
+            provider = s.gpu_provider
         config = WorkerConfig(
             slot=slot,
             engine=s.engine,
@@ -284,6 +284,7 @@ class WorkerPool:
             parties=str(s.parties) if s.parties is not None else None,
             check_print=s.check_print,
             learn_parties=s.learn_parties,
+            trt_cache_dir=str(s.trt_cache_dir) if s.trt_cache_dir is not None else None,
         )
         return config, device
 

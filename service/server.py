@@ -17,6 +17,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--workers", type=int, help="worker processes on CPU (default: one per core)")
     a("--device", dest="devices", help="'cpu' (default) or CUDA devices, e.g. cuda:0,cuda:1")
     a("--workers-per-device", type=int, help="worker processes per CUDA device (default 1)")
+    a(
+        "--gpu-provider",
+        choices=("cuda", "tensorrt"),
+        help="ONNX Runtime provider on the CUDA devices (default cuda; ROI_GPU_PROVIDER)",
+    )
+    a("--trt-cache-dir", help="where TensorRT engines are kept (default ~/.cache/roi/trt)")
     a("--threads-per-worker", type=int, help="ONNX Runtime threads per worker (default: auto)")
     a("--engine", help="recognition engine every worker loads (default ppocr)")
     a("--parties", help="CSV of known parties (tax_id, name) to check names against; ROI_PARTIES")
@@ -43,9 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
     names = [
-        "host", "port", "workers", "devices", "workers_per_device", "threads_per_worker",
-        "engine", "parties", "check_print", "learn_parties", "max_body_mb", "max_pages",
-        "queue_size", "request_timeout_s", "batch_max_size", "batch_max_wait_ms", "log_level",
+        "host", "port", "workers", "devices", "workers_per_device", "gpu_provider",
+        "trt_cache_dir", "threads_per_worker", "engine", "parties", "check_print",
+        "learn_parties", "max_body_mb", "max_pages", "queue_size", "request_timeout_s",
+        "batch_max_size", "batch_max_wait_ms", "log_level",
     ]  # fmt: skip
     return Settings.load(**{n: getattr(args, n, None) for n in names})
 

@@ -6,9 +6,16 @@ import json
 import logging
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ENV_PREFIX = "ROI_"
 log = logging.getLogger("roi.service")
@@ -34,6 +41,13 @@ class Settings(BaseModel):
     """``cpu`` or a comma-separated list of CUDA devices, e.g. ``cuda:0,cuda:1``."""
     workers_per_device: Annotated[int, Field(ge=1, le=64)] = 1
     """Worker processes per CUDA device (each pinned with CUDA_VISIBLE_DEVICES)."""
+    gpu_provider: Literal["cuda", "tensorrt"] = "cuda"
+    """How workers run the recogniser on their CUDA device: ONNX Runtime's CUDA provider, or
+    its TensorRT provider (fp16; the engine is built when a worker first starts, minutes, and
+    kept in ``trt_cache_dir`` for every later start). With ``tensorrt`` the fallback's full-page
+    OCR runs on the GPU too (RapidOCR's TensorRT engines); with ``cuda`` it runs on the CPU."""
+    trt_cache_dir: Path | None = None
+    """Where TensorRT engines are kept (default ``~/.cache/roi/trt``)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
@@ -80,6 +94,15 @@ class Settings(BaseModel):
             if kind != "cuda" or not index.isdigit():
                 raise ValueError(f"device {part!r}: expected 'cpu' or 'cuda:N[,cuda:M...]'")
         return ",".join(p.strip() for p in value.split(","))
+
+    @model_validator(mode="after")
+    def _check_gpu_provider(self) -> Settings:
+        if self.gpu_provider != "cuda" and not self.uses_gpu:
+            raise ValueError(
+                f"gpu_provider {self.gpu_provider} runs on CUDA devices: set devices "
+                "(--device cuda:0) too"
+            )
+        return self
 
     @field_validator("parties")
     @classmethod
@@ -149,9 +172,7 @@ class Settings(BaseModel):
         try:
             return cls.model_validate(values)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-            )
+            problems = "; ".join(_problem(e["loc"], e["msg"]) for e in exc.errors())
             raise ValueError(f"invalid service settings: {problems}") from exc
 
     def describe(self) -> str:
@@ -162,3 +183,10 @@ class Settings(BaseModel):
 
     def log(self) -> None:
         log.info("service settings: %s", self.describe())
+
+
+def _problem(loc: tuple[int | str, ...], message: str) -> str:
+    """One validation error as ``setting: what is wrong`` (a check of several settings names
+    them itself)."""
+    message = message.removeprefix("Value error, ")
+    return f"{'.'.join(str(p) for p in loc)}: {message}" if loc else message

@@ -52,7 +52,7 @@ class JobSpec:
 class WorkerConfig:
     slot: int
     engine: str
-    provider: str  # cpu | cuda
+    provider: str  # cpu | cuda | tensorrt
     threads: int
     max_pages: int
     batch_max_size: int
@@ -62,6 +62,7 @@ class WorkerConfig:
     parties: str | None = None  # the party registry's CSV
     check_print: bool = False  # read the print of the fields the QR code states too
     learn_parties: bool = False  # register the parties read in two documents (Extractor)
+    trt_cache_dir: str | None = None  # TensorRT engines (None: the engine's default)
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -138,6 +139,8 @@ class _Runner:
         options: dict[str, object] = {}
         if config.engine == "ppocr":
             options = {"provider": config.provider, "threads": config.threads}
+            if config.provider == "tensorrt" and config.trt_cache_dir:
+                options["trt_cache_dir"] = config.trt_cache_dir
         self.extractor = Extractor(
             engine=config.engine,
             parties=config.parties,

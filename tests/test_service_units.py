@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+
 import pytest
 
 from service.app import ApiError, parse_pages
 from service.pool import WorkerPool
+from service.server import add_arguments, settings_from_args
 from service.settings import Settings
 
 
@@ -40,6 +43,57 @@ def test_gpu_layout_pins_each_worker_to_one_device() -> None:
     assert {c.provider for c in configs} == {"cuda"}
     config, device = _pool(Settings.load({}, workers=2))._config(0)
     assert device == "cpu" and config.provider == "cpu" and "CUDA_VISIBLE_DEVICES" not in config.env
+
+
+def test_tensorrt_reaches_the_gpu_workers(tmp_path) -> None:
+    s = Settings.load(
+        {"ROI_DEVICES": "cuda:1", "ROI_GPU_PROVIDER": "tensorrt"}, trt_cache_dir=str(tmp_path)
+    )
+    config, device = _pool(s)._config(0)
+    assert device == "cuda:1" and config.env["CUDA_VISIBLE_DEVICES"] == "1"
+    assert config.provider == "tensorrt" and config.trt_cache_dir == str(tmp_path)
+    assert _pool(Settings.load({}, devices="cuda:0"))._config(0)[0].provider == "cuda"
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    flags = ["--device", "cuda:0", "--gpu-provider", "tensorrt", "--trt-cache-dir", "/x"]
+    s = settings_from_args(parser.parse_args(flags))
+    assert (s.gpu_provider, str(s.trt_cache_dir)) == ("tensorrt", "/x")
+    with pytest.raises(ValueError, match="gpu_provider tensorrt runs on CUDA devices"):
+        Settings.load({"ROI_GPU_PROVIDER": "tensorrt"})  # devices: cpu
+    with pytest.raises(ValueError, match="gpu_provider"):
+        Settings.load({"ROI_DEVICES": "cuda:0", "ROI_GPU_PROVIDER": "openvino"})
+
+
+def test_a_tensorrt_worker_without_tensorrt_says_so() -> None:
+    """The worker process itself, as the pool starts it: where ONNX Runtime has no TensorRT
+    provider it reports ``failed`` with the reason (the pool shows it in /health and /ready)."""
+    import multiprocessing as mp
+
+    import onnxruntime
+
+    from service.worker import WorkerConfig, worker_main
+
+    if "TensorrtExecutionProvider" in onnxruntime.get_available_providers():
+        pytest.skip("this onnxruntime has the TensorRT provider: the worker would load")
+    ctx = mp.get_context("spawn")
+    parent, child = ctx.Pipe(duplex=True)
+    config = WorkerConfig(
+        slot=0, engine="ppocr", provider="tensorrt", threads=1, max_pages=5,
+        batch_max_size=1, batch_max_wait_ms=0, env={"CUDA_VISIBLE_DEVICES": "0"},
+    )  # fmt: skip
+    process = ctx.Process(target=worker_main, args=(child, config), daemon=True)
+    process.start()
+    child.close()
+    try:
+        assert parent.poll(120), "the worker said nothing in 120 s"
+        kind, reason = parent.recv()
+        assert kind == "failed"
+        assert "TensorrtExecutionProvider is not available" in reason and "roi[gpu]" in reason
+        process.join(30)
+        assert process.exitcode == 0  # it returned after saying so
+    finally:
+        if process.is_alive():
+            process.kill()
 
 
 def _pool(settings: Settings) -> WorkerPool:
