@@ -36,6 +36,14 @@ FREE_TEXT_KINDS = frozenset({FieldKind.name, FieldKind.text})
 """Fields whose reading no check can fault: the form's labels are dropped from their crops. (A
 label in another field's crop makes its reading fail, and the field is read again; dropping
 labels there would also drop a first digit cut in half where it lies on the label's colon.)"""
+PAPER_WINDOW_MM = 5.0
+"""Wider than a printed line is tall: a window this wide around any point of a crop holds
+paper, and its brightest pixel is the paper's brightness there."""
+UNEVEN_PAPER = 0.15
+"""A crop whose paper is this much darker in places (its 5th percentile against its 95th) is
+evened before ink is told from paper: a phone photo's shadow or vignetting, a scanner's uneven
+lamp. One threshold for the whole crop would take the shaded paper for ink, and the blob it
+makes for a stain to erase, with the print on it."""
 WHITE = 255
 REACHED = 128  # flood-fill mark
 
@@ -254,7 +262,7 @@ def separate_ink(
     of them, the crop's size) says they are is dropped too: thick strokes of a brown label stay
     dark in the drop-out channel, and a black form's labels are as dark as the print.
     """
-    clean = crop[..., 2].copy()
+    clean = even_paper(crop[..., 2].copy(), ppm)
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
     sat = hsv[..., 1]
     green = cv2.inRange(hsv, (36, 61, 61), (89, 255, 255))  # hue 36-89, saturated and light
@@ -294,6 +302,25 @@ def separate_ink(
                 blobs = cv2.dilate(blobs, np.ones((3, 3), np.uint8))
             clean[blobs > 0] = WHITE
     return clean, ink
+
+
+def even_paper(grey: np.ndarray, ppm: float) -> np.ndarray:
+    """``grey`` divided by its paper's brightness, so that its paper is white throughout, when
+    that brightness varies by more than :data:`UNEVEN_PAPER` across it; else ``grey`` itself.
+    The paper's brightness is the grey closed over :data:`PAPER_WINDOW_MM`: the print filled in
+    with the paper around it, while a dark area wider than the window (a desk beyond the page's
+    edge, a large stain) keeps its own brightness to its edge and is evened away too. Whether
+    to even is decided on every fourth pixel of every fourth row: shading varies over
+    centimetres, not pixels."""
+    side = max(3, round(PAPER_WINDOW_MM * ppm / 4))
+    sample = cv2.dilate(np.ascontiguousarray(grey[::4, ::4]), np.ones((side, side), np.uint8))
+    counts = np.bincount(sample.ravel(), minlength=WHITE + 1).cumsum()
+    low, high = np.searchsorted(counts, (0.05 * counts[-1], 0.95 * counts[-1]))
+    if high == 0 or low >= (1 - UNEVEN_PAPER) * high:
+        return grey
+    side = max(3, round(PAPER_WINDOW_MM * ppm))
+    paper = cv2.morphologyEx(grey, cv2.MORPH_CLOSE, np.ones((side, side), np.uint8))
+    return cv2.divide(grey, np.maximum(paper, 1), scale=WHITE)
 
 
 def _ruled_lines(ink: np.ndarray, ppm: float) -> np.ndarray:
