@@ -44,6 +44,9 @@ UNEVEN_PAPER = 0.15
 evened before ink is told from paper: a phone photo's shadow or vignetting, a scanner's uneven
 lamp. One threshold for the whole crop would take the shaded paper for ink, and the blob it
 makes for a stain to erase, with the print on it."""
+GREY_PAPER = 170
+"""A crop whose paper is no brighter than this (its 95th percentile) is evened too: an
+underexposed photo, whose print is as faint against its paper as shading would make it."""
 WHITE = 255
 REACHED = 128  # flood-fill mark
 
@@ -306,7 +309,8 @@ def separate_ink(
 
 def even_paper(grey: np.ndarray, ppm: float) -> np.ndarray:
     """``grey`` divided by its paper's brightness, so that its paper is white throughout, when
-    that brightness varies by more than :data:`UNEVEN_PAPER` across it; else ``grey`` itself.
+    that brightness varies by more than :data:`UNEVEN_PAPER` across it or stays under
+    :data:`GREY_PAPER`; else ``grey`` itself.
     The paper's brightness is the grey closed over :data:`PAPER_WINDOW_MM`: the print filled in
     with the paper around it, while a dark area wider than the window (a desk beyond the page's
     edge, a large stain) keeps its own brightness to its edge and is evened away too. Whether
@@ -316,7 +320,7 @@ def even_paper(grey: np.ndarray, ppm: float) -> np.ndarray:
     sample = cv2.dilate(np.ascontiguousarray(grey[::4, ::4]), np.ones((side, side), np.uint8))
     counts = np.bincount(sample.ravel(), minlength=WHITE + 1).cumsum()
     low, high = np.searchsorted(counts, (0.05 * counts[-1], 0.95 * counts[-1]))
-    if high == 0 or low >= (1 - UNEVEN_PAPER) * high:
+    if high == 0 or (low >= (1 - UNEVEN_PAPER) * high and high >= GREY_PAPER):
         return grey
     side = max(3, round(PAPER_WINDOW_MM * ppm))
     paper = cv2.morphologyEx(grey, cv2.MORPH_CLOSE, np.ones((side, side), np.uint8))

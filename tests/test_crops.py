@@ -184,8 +184,8 @@ def shaded(image: np.ndarray, darkest: float) -> np.ndarray:
 
 def test_shaded_paper_is_evened_and_even_paper_left_alone() -> None:
     """A name's crop under a shadow (paper 232 on the right, 81 on the left) is divided by its
-    paper: the paper white throughout, the print dark; a crop lit evenly is returned as it
-    is, the very array."""
+    paper: the paper white throughout, the print dark; so is one evenly grey; a crop lit evenly
+    on white paper is returned as it is, the very array."""
     crop = np.full((90, 700, 3), 232, np.uint8)
     cv2.putText(crop, "ACME TRADING 12", (20, 60), cv2.FONT_HERSHEY_SIMPLEX, 1.5, (40, 40, 40), 3)
     even = crop[..., 2].copy()
@@ -198,6 +198,8 @@ def test_shaded_paper_is_evened_and_even_paper_left_alone() -> None:
     _, ink = separate_ink(shaded(crop, 0.35), PPM)
     assert np.count_nonzero(ink[print_]) >= 0.9 * np.count_nonzero(print_)  # print: ink
     assert np.count_nonzero(ink[~print_]) <= 0.01 * np.count_nonzero(~print_)  # paper: none
+    grey = (even * 0.6).astype(np.uint8)  # an underexposed photo: even, but grey (139)
+    assert np.percentile(even_paper(grey, PPM)[~print_], 5) >= 230
 
 
 def test_a_shaded_page_reads_the_names_in_its_shadow() -> None:
