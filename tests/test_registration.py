@@ -39,3 +39,22 @@ def test_a_photo_with_a_faded_seal_over_the_frame_registers() -> None:
     path = FIXTURES / "heavy/vat_invoice_0043.jpg"
     alignment = register(cv2.imread(str(path)), template)
     assert alignment.matched and alignment.score > 0.9
+
+
+def test_a_black_and_white_scan_under_warm_light_registers() -> None:
+    """medium/vat_invoice_0034, a scan binarised like a fax, photographed under tungsten light
+    (blue at 65%, green at 79%, red at 90%) and saved as a JPEG: the colour bleeding into its
+    black print reads as crimson, hue near 0 and saturated, and was taken for a seal's ink and
+    cut out of the frame (matched at 0.77 through a wrong outline, every field wrong). Black is
+    no seal: it registers where the scan itself does."""
+    template = TemplateStore().get("vat_invoice")
+    scan = cv2.imread(str(FIXTURES / "medium/vat_invoice_0034.jpg"))
+    warm = np.clip(scan * np.float32([0.65, 0.79, 0.9]), 0, 255).astype(np.uint8)
+    _, jpeg = cv2.imencode(".jpg", warm, [cv2.IMWRITE_JPEG_QUALITY, 80])
+    alignment = register(cv2.imdecode(jpeg, cv2.IMREAD_COLOR), template)
+    reference = register(scan, template)
+    assert alignment.matched and alignment.score > 0.95
+    w, h = template.reference_size_px
+    corners = np.array([[[0, 0], [w, 0], [w, h], [0, h]]], np.float64)
+    moved = cv2.perspectiveTransform(corners, alignment.homography)
+    assert np.abs(moved - cv2.perspectiveTransform(corners, reference.homography)).max() < 3
