@@ -311,6 +311,7 @@ def even_paper(grey: np.ndarray, ppm: float) -> np.ndarray:
     """``grey`` divided by its paper's brightness, so that its paper is white throughout, when
     that brightness varies by more than :data:`UNEVEN_PAPER` across it or stays under
     :data:`GREY_PAPER`; else ``grey`` itself.
+
     The paper's brightness is the grey closed over :data:`PAPER_WINDOW_MM`: the print filled in
     with the paper around it, while a dark area wider than the window (a desk beyond the page's
     edge, a large stain) keeps its own brightness to its edge and is evened away too. Whether
