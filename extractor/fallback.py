@@ -157,14 +157,14 @@ def lines_in_box(
     text is read with little confidence), any printed label in front of the value stripped."""
     ppm = template.px_per_mm
     box = spec.box
-    x0, y0, x1, y1 = (v * ppm for v in _box_reach(spec, template))
+    reach = [tuple(v * ppm for v in _box_reach(spec, template))]
     middle = (box.y + box.h / 2) * ppm
     inverse = np.linalg.inv(homography)
     found = []
     for line in lines:
         point = line.centre.reshape(1, 1, 2).astype(np.float64)
         cx, cy = cv2.perspectiveTransform(point, inverse)[0, 0]
-        if x0 <= cx <= x1 and y0 <= cy <= y1:
+        if _inside(cx, cy, reach):
             found.append((cx, cy, line))
     if not found:
         return None
