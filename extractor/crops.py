@@ -14,6 +14,7 @@ from functools import partial
 import cv2
 import numpy as np
 
+from extractor.bend import Bend
 from extractor.registration import reference_for
 from extractor.templates import FieldKind, FieldSpec, Template
 
@@ -72,17 +73,22 @@ class Crop:
 
 
 def crop_fields(
-    page: np.ndarray, homography: np.ndarray, template: Template, skip: Collection[str] = ()
+    page: np.ndarray,
+    homography: np.ndarray,
+    template: Template,
+    skip: Collection[str] = (),
+    bend: Bend | None = None,
 ) -> list[Crop]:
     """Tight crops of every field of ``template`` but those named in ``skip`` from ``page``,
-    in template order.
+    in template order; through ``homography`` and, on a page that does not lie flat, its
+    ``bend`` around each field (:meth:`Bend.around`).
 
     Printers shift the whole data layer, so the vertical offset of the lines found is estimated
     over the fields cut (the median, robust to a field that latched onto its neighbour) and each
     field is tightened again around its box moved by that offset.
     """
     loose = [
-        _LooseCrop.cut(page, homography, template, spec)
+        _LooseCrop.cut(page, homography, template, spec, bend=bend)
         for spec in template.fields
         if spec.name not in skip
     ]
@@ -100,7 +106,7 @@ def crop_fields(
     else:
         rects = [tighten(c.ink, c.shifted(shift), ppm) for c in loose]
     return [
-        _widened(page, homography, template, c, rect, shift)
+        _widened(page, homography, template, c, rect, shift, bend)
         for c, rect in zip(loose, rects, strict=True)
     ]
 
@@ -112,6 +118,7 @@ def _widened(
     loose: _LooseCrop,
     rect: tuple[int, int, int, int] | None,
     shift: float,
+    bend: Bend | None = None,
 ) -> Crop:
     """The field's crop, for a line that runs out of its loose crop (the data printed further
     off its box than the margin allows, its first or last characters cut):
@@ -138,7 +145,7 @@ def _widened(
     if not (extra_left or extra_right):
         return loose.finish(rect)
     cut_again = partial(
-        _cut_again, page, homography, template, loose.spec, extra_left, extra_right, shift
+        _cut_again, page, homography, template, loose.spec, extra_left, extra_right, shift, bend
     )
     if kind not in STRICT_KINDS:
         return cut_again() or loose.finish(rect)
@@ -170,8 +177,9 @@ def _cut_again(
     extra_left_mm: float,
     extra_right_mm: float,
     shift: float,
+    bend: Bend | None,
 ) -> Crop | None:
-    wide = _LooseCrop.cut(page, homography, template, spec, extra_left_mm, extra_right_mm)
+    wide = _LooseCrop.cut(page, homography, template, spec, extra_left_mm, extra_right_mm, bend)
     rect = tighten(wide.ink, wide.shifted(shift), template.px_per_mm)
     return wide.finish(rect) if rect is not None else None
 
@@ -195,8 +203,10 @@ class _LooseCrop:
         spec: FieldSpec,
         extra_left_mm: float = 0.0,
         extra_right_mm: float = 0.0,
+        bend: Bend | None = None,
     ) -> _LooseCrop:
-        """The box with the template's margin (and ``extra_*_mm`` more on the left and right)."""
+        """The box with the template's margin (and ``extra_*_mm`` more on the left and right),
+        through ``homography`` and the page's ``bend``."""
         ppm = template.px_per_mm
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
@@ -207,7 +217,7 @@ class _LooseCrop:
         x1 = min(float(ref_w), (box.x + box.w + margin) * ppm + round(extra_right_mm * ppm))
         y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
         size = (round(x1 - x0), round(y1 - y0))
-        loose, to_page = cut_out(page, homography, (x0, y0), size)
+        loose, to_page = cut_out(page, homography, (x0, y0), size, bend)
         form = None
         if spec.kind in FREE_TEXT_KINDS:
             labels = reference_for(template).labels
@@ -236,22 +246,37 @@ class _LooseCrop:
 
 
 def cut_out(
-    page: np.ndarray, homography: np.ndarray, origin: tuple[float, float], size: tuple[int, int]
+    page: np.ndarray,
+    homography: np.ndarray,
+    origin: tuple[float, float],
+    size: tuple[int, int],
+    bend: Bend | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The region of the reference page at ``origin`` (reference px) of ``size`` (w, h), cut out
-    of ``page`` upright through ``homography`` (reference px -> page px), white outside the
-    page; and the map from the cut-out's px to page px."""
+    of ``page`` upright through ``homography`` (reference px -> page px) and the page's ``bend``,
+    white outside the page; and the map from the cut-out's px to page px (around its middle,
+    to first order, on a bent page)."""
     x0, y0 = origin
-    to_page = homography @ np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
-    image = cv2.warpPerspective(
-        page,
-        to_page,
-        size,
-        flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
-        borderMode=cv2.BORDER_CONSTANT,
-        borderValue=(255, 255, 255),
-    )
-    return image, to_page
+    shift = np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], dtype=np.float64)
+    white = (255, 255, 255)
+    if bend is None:
+        to_page = homography @ shift
+        image = cv2.warpPerspective(
+            page,
+            to_page,
+            size,
+            flags=cv2.INTER_LINEAR | cv2.WARP_INVERSE_MAP,
+            borderMode=cv2.BORDER_CONSTANT,
+            borderValue=white,
+        )
+        return image, to_page
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    mx, my = bend.moved(xx + np.float32(x0), yy + np.float32(y0))
+    points = cv2.perspectiveTransform(np.stack([mx, my], axis=-1).reshape(1, -1, 2), homography)
+    at = points.reshape(h, w, 2).astype(np.float32)
+    image = cv2.remap(page, at[..., 0], at[..., 1], cv2.INTER_LINEAR, borderValue=white)
+    return image, homography @ bend.around(x0 + w / 2, y0 + h / 2) @ shift
 
 
 def separate_ink(

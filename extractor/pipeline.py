@@ -339,7 +339,9 @@ class Extractor:
         with _timed(timings, "crop"):
             qr = read_qr(image, alignment.homography, chosen)
             stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
-            crops = crop_fields(image, alignment.homography, chosen, skip=stated)
+            crops = crop_fields(
+                image, alignment.homography, chosen, skip=stated, bend=alignment.bend
+            )
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
         prepared.stated = stated

@@ -21,6 +21,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from extractor.bend import Bend, find_bend, rules_of
 from extractor.errors import TemplateError
 from extractor.templates import Template
 
@@ -31,6 +32,10 @@ SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well e
 SEAL_MIN_VALUE = 60
 """HSV value (0-255) a seal's ink stays above: of the seal pixels found on the 168 fixture and
 fresh pages' working copies, 1.5% lie below 80; black print taken for red lies below 50."""
+FLAT_SCORE = 0.95
+"""A page whose ruling overlays the reference this well lies flat (the fixtures' scans and
+photos score 0.976-0.995): no bend is looked for (:mod:`extractor.bend`). A page bent by a
+millimetre over much of the form scores less (0.96 where the homography leaves 1.1 mm)."""
 ECC_SCALE = 0.25
 """Of the working scale, where ECC runs (on the blurred ruling maps). ECC's result is taken on
 only ~1 page in 4 (when it scores higher than the outline), and against the fixtures' true
@@ -55,6 +60,8 @@ class Alignment:
     rotation_deg: float = 0.0
     """Angle of the form's top edge on the page, counter-clockwise, in degrees."""
     reason: str | None = None
+    bend: Bend | None = None
+    """What the homography leaves of a page that does not lie flat (reference px), or None."""
 
 
 class Reference:
@@ -89,6 +96,10 @@ class Reference:
         self.lines_blur_ecc = cv2.resize(lines_blur, self.ecc_size, interpolation=cv2.INTER_AREA)
         tol = _tolerance_kernel(self.px_per_mm)
         self.lines_tol = cv2.dilate(self.lines, tol)
+        self.rules = (
+            rules_of(self.lines, self.px_per_mm, False),
+            rules_of(self.lines, self.px_per_mm, True),
+        )
 
     @property
     def px_per_mm(self) -> float:
@@ -347,7 +358,14 @@ def register(page: np.ndarray, template: Template) -> Alignment:
                 score, to_ref, _, lines = again
     refined = _refine(ref, small, to_ref, lines)
     if refined is not None and refined[0] >= score:
-        score, to_ref = refined
+        score, to_ref, lines = refined
+    bend = find_bend(*ref.rules, lines, ref.px_per_mm) if score < FLAT_SCORE else None
+    if bend is not None:
+        unbent = match_score(ref, bend.undo(lines))
+        if unbent > score:
+            score, bend = unbent, bend.scaled(1 / ref.scale)
+        else:
+            bend = None
 
     # reference full px -> reference work px -> page work px -> page full px
     ref_to_page_work = np.linalg.inv(to_ref)
@@ -367,6 +385,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         if matched
         else f"match score {score:.2f} below the template's threshold "
         f"{template.registration.match_threshold:.2f}",
+        bend=bend,
     )
 
 
@@ -409,9 +428,10 @@ def match_score(ref: Reference, page_lines: np.ndarray) -> float:
 
 def _refine(
     ref: Reference, small: np.ndarray, to_ref: np.ndarray, lines: np.ndarray
-) -> tuple[float, np.ndarray] | None:
+) -> tuple[float, np.ndarray, np.ndarray] | None:
     """ECC on the ruling maps: sub-pixel homography refinement of ``to_ref``, whose ruling
-    map (the page warped onto the reference through it) is ``lines``."""
+    map (the page warped onto the reference through it) is ``lines``: (score, refined, its
+    ruling map)."""
     # ECC runs on the blurred ruling maps at ECC_SCALE of the working scale: as precise here,
     # and cheaper (docs/benchmarks.md)
     moving = cv2.resize(
@@ -434,7 +454,8 @@ def _refine(
     warped = cv2.warpPerspective(
         small, refined, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
     )
-    return match_score(ref, ruling(warped, ref.px_per_mm)), refined
+    lines = ruling(warped, ref.px_per_mm)
+    return match_score(ref, lines), refined, lines
 
 
 def _top_edge_angle(homography: np.ndarray, template: Template) -> float:
