@@ -85,22 +85,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conditions", default=",".join(CONDITIONS))
     args = parser.parse_args()
-    names = [c.strip() for c in args.conditions.split(",") if c.strip()]
-    unknown = [n for n in names if n not in CONDITIONS]
+    tally_conditions(CONDITIONS, args.conditions, "light", parser)
+
+
+def tally_conditions(
+    conditions: dict[str, tuple[str, Relight]],
+    chosen: str,
+    column: str,
+    parser: argparse.ArgumentParser,
+) -> None:
+    """Print the field-level tally of the light and medium fixtures under each of the
+    ``chosen`` (comma-separated) ``conditions``, one table row each."""
+    names = [c.strip() for c in chosen.split(",") if c.strip()]
+    unknown = [n for n in names if n not in conditions]
     if unknown:
-        parser.error(f"unknown condition(s) {', '.join(unknown)}: one of {', '.join(CONDITIONS)}")
+        parser.error(f"unknown condition(s) {', '.join(unknown)}: one of {', '.join(conditions)}")
     pages = sorted(p for level in LEVELS for p in (FIXTURES / level).glob("*.jpg"))
     extractor = Extractor(threads=1)
     print(f"{len(pages)} pages ({' and '.join(LEVELS)} fixtures), fallback auto\n")
-    print("| light | fields right | right but flagged | wrong and flagged | wrong but valid | "
+    print(f"| {column} | fields right | right but flagged | wrong and flagged | wrong but valid | "
           "from the fallback |")  # fmt: skip
     print("|---|---:|---:|---:|---:|---:|")
     for name in names:
-        what, relight = CONDITIONS[name]
+        what, change = conditions[name]
         tally = Tally()
         for number, path in enumerate(pages):
             truth = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
-            (page,) = extractor.extract(relit(path, relight, number), "vat_invoice").pages
+            (page,) = extractor.extract(relit(path, change, number), "vat_invoice").pages
             for field, expected in truth["pages"][0]["fields"].items():
                 tally.add(expected, page.fields.get(field))
         print(
