@@ -31,13 +31,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pages", type=int, default=40)
     parser.add_argument("--max-mm", type=float, default=7.5)
+    parser.add_argument("--max-down-mm", type=float, default=1.5, help="up or down, at most")
     args = parser.parse_args()
     extractor = Extractor(threads=1, fallback="never")
     tally, wrong = Tally(), []
     for seed in range(FIRST_SEED, FIRST_SEED + args.pages):
         invoice = make_invoice(random.Random(seed))
         printed = render_invoice(
-            invoice, DPI, random.Random(f"render:{seed}"), offset_mm=(args.max_mm, 1.5)
+            invoice, DPI, random.Random(f"render:{seed}"), offset_mm=(args.max_mm, args.max_down_mm)
         )
         png = cv2.imencode(".png", printed.image)[1].tobytes()
         (page,) = extractor.extract(png, "vat_invoice").pages
@@ -48,7 +49,7 @@ def main() -> None:
                 wrong.append((seed, printed.info["data_offset_mm"], name, expected, got))
     print(
         f"{args.pages} pages (seeds {FIRST_SEED}-{FIRST_SEED + args.pages - 1}), print up to "
-        f"{args.max_mm} mm off the form"
+        f"{args.max_mm} mm left or right of the form, {args.max_down_mm} mm up or down"
     )
     print(
         f"fields right {tally.exact}/{tally.fields} ({tally.accuracy:.1%}), right but flagged "

@@ -324,7 +324,7 @@ def openvino_installed() -> bool:
 # -- pipeline patches --------------------------------------------------------------------------
 
 
-def no_refine(ref: object, small: np.ndarray, to_ref: np.ndarray, lines: np.ndarray) -> None:
+def no_refine(ref: object, small: np.ndarray, outline: object) -> None:
     """No ECC at all: the frame outline's homography only (a lower bound on registration)."""
     return None
 

@@ -207,8 +207,8 @@ class Bend:
         return affine
 
     def undo(self, image: np.ndarray) -> np.ndarray:
-        """``image`` (warped onto the reference through the homography, at this bend's px)
-        with the bend taken out: its point ``p + d(p)`` moved to ``p``."""
+        """``image`` (a map warped onto the reference through the homography, at this bend's
+        px) with the bend taken out: its point ``p + d(p)`` moved to ``p`` (0 beyond it)."""
         h, w = image.shape[:2]
         yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
         return cv2.remap(image, *self.moved(xx, yy), cv2.INTER_NEAREST, borderValue=0)

@@ -78,17 +78,19 @@ def crop_fields(
     template: Template,
     skip: Collection[str] = (),
     bend: Bend | None = None,
+    down: float = 0.0,
 ) -> list[Crop]:
     """Tight crops of every field of ``template`` but those named in ``skip`` from ``page``,
     in template order; through ``homography`` and, on a page that does not lie flat, its
-    ``bend`` around each field (:meth:`Bend.around`).
+    ``bend``; around the boxes moved ``down`` (reference px) where the page's data layer lies
+    (:func:`extractor.print_offset.print_offset`).
 
     Printers shift the whole data layer, so the vertical offset of the lines found is estimated
     over the fields cut (the median, robust to a field that latched onto its neighbour) and each
     field is tightened again around its box moved by that offset.
     """
     loose = [
-        _LooseCrop.cut(page, homography, template, spec, bend=bend)
+        _LooseCrop.cut(page, homography, template, spec, bend=bend, down=down)
         for spec in template.fields
         if spec.name not in skip
     ]
@@ -106,7 +108,7 @@ def crop_fields(
     else:
         rects = [tighten(c.ink, c.shifted(shift), ppm) for c in loose]
     return [
-        _widened(page, homography, template, c, rect, shift, bend)
+        _widened(page, homography, template, c, rect, shift)
         for c, rect in zip(loose, rects, strict=True)
     ]
 
@@ -118,7 +120,6 @@ def _widened(
     loose: _LooseCrop,
     rect: tuple[int, int, int, int] | None,
     shift: float,
-    bend: Bend | None = None,
 ) -> Crop:
     """The field's crop, for a line that runs out of its loose crop (the data printed further
     off its box than the margin allows, its first or last characters cut):
@@ -145,7 +146,7 @@ def _widened(
     if not (extra_left or extra_right):
         return loose.finish(rect)
     cut_again = partial(
-        _cut_again, page, homography, template, loose.spec, extra_left, extra_right, shift, bend
+        _cut_again, page, homography, template, loose, extra_left, extra_right, shift
     )
     if kind not in STRICT_KINDS:
         return cut_again() or loose.finish(rect)
@@ -173,13 +174,13 @@ def _cut_again(
     page: np.ndarray,
     homography: np.ndarray,
     template: Template,
-    spec: FieldSpec,
+    loose: _LooseCrop,
     extra_left_mm: float,
     extra_right_mm: float,
     shift: float,
-    bend: Bend | None,
 ) -> Crop | None:
-    wide = _LooseCrop.cut(page, homography, template, spec, extra_left_mm, extra_right_mm, bend)
+    spec, extra = loose.spec, (extra_left_mm, extra_right_mm)
+    wide = _LooseCrop.cut(page, homography, template, spec, *extra, loose.bend, loose.down)
     rect = tighten(wide.ink, wide.shifted(shift), template.px_per_mm)
     return wide.finish(rect) if rect is not None else None
 
@@ -193,6 +194,8 @@ class _LooseCrop:
     clean: np.ndarray
     ink: np.ndarray
     core: tuple[float, float, float, float]  # the box itself, in crop px
+    bend: Bend | None = None
+    down: float = 0.0  # the box moved down by this (reference px): the page's print offset
 
     @classmethod
     def cut(
@@ -204,18 +207,19 @@ class _LooseCrop:
         extra_left_mm: float = 0.0,
         extra_right_mm: float = 0.0,
         bend: Bend | None = None,
+        down: float = 0.0,
     ) -> _LooseCrop:
-        """The box with the template's margin (and ``extra_*_mm`` more on the left and right),
-        through ``homography`` and the page's ``bend``."""
+        """The box moved ``down`` (reference px) with the template's margin (and ``extra_*_mm``
+        more on the left and right), through ``homography`` and the page's ``bend``."""
         ppm = template.px_per_mm
         ref_w, ref_h = template.reference_size_px
         margin = template.crop_margin_mm
         box = spec.box
         # whole pixels more: a wider crop samples the page where the first one did
         x0 = max(0.0, (box.x - margin) * ppm - round(extra_left_mm * ppm))
-        y0 = max(0.0, (box.y - margin) * ppm)
+        y0 = max(0.0, (box.y - margin) * ppm + down)
         x1 = min(float(ref_w), (box.x + box.w + margin) * ppm + round(extra_right_mm * ppm))
-        y1 = min(float(ref_h), (box.y + box.h + margin) * ppm)
+        y1 = min(float(ref_h), (box.y + box.h + margin) * ppm + down)
         size = (round(x1 - x0), round(y1 - y0))
         loose, to_page = cut_out(page, homography, (x0, y0), size, bend)
         form = None
@@ -225,8 +229,8 @@ class _LooseCrop:
             part = labels[round(y0) : round(y0) + size[1], round(x0) : round(x0) + size[0]]
             form[: part.shape[0], : part.shape[1]] = part
         clean, ink = separate_ink(loose, ppm, form)
-        core = (box.x * ppm - x0, box.y * ppm - y0, box.w * ppm, box.h * ppm)
-        return cls(spec, to_page, clean, ink, core)
+        core = (box.x * ppm - x0, box.y * ppm + down - y0, box.w * ppm, box.h * ppm)
+        return cls(spec, to_page, clean, ink, core, bend, down)
 
     def shifted(self, dy: float) -> tuple[float, float, float, float]:
         x, y, w, h = self.core

@@ -63,6 +63,7 @@ from extractor.parties import (
     name_key,
     same_name,
 )
+from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
 from extractor.registration import Alignment, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -339,9 +340,8 @@ class Extractor:
         with _timed(timings, "crop"):
             qr = read_qr(image, alignment.homography, chosen)
             stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
-            crops = crop_fields(
-                image, alignment.homography, chosen, skip=stated, bend=alignment.bend
-            )
+            down = print_offset(alignment.on_form, chosen) if alignment.on_form is not None else 0
+            crops = crop_fields(image, alignment.homography, chosen, stated, alignment.bend, down)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
         prepared.stated = stated

@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -67,6 +68,9 @@ class Alignment:
     reason: str | None = None
     bend: Bend | None = None
     """What the homography leaves of a page that does not lie flat (reference px), or None."""
+    on_form: np.ndarray | None = None
+    """The page's ink (:func:`binarize`) warped onto the reference (its working px), the bend
+    taken out."""
 
 
 class Reference:
@@ -132,6 +136,14 @@ class Reference:
             ink[y0 : round((box.y + box.h) * ppm), x0 : round((box.x + box.w) * ppm)] = 0
         return cv2.dilate(ink, _tolerance_kernel(ppm)) > 0
 
+    @cached_property
+    def paper(self) -> np.ndarray:
+        """Where the form prints none of its own ink, at work px (255; 0 on its rules and its
+        labels, :attr:`labels`, with the registration tolerance around them)."""
+        size = (self.work_w, self.work_h)
+        labels = cv2.resize(self.labels.astype(np.uint8), size, interpolation=cv2.INTER_AREA)
+        return np.where((labels > 0) | (self.lines_tol > 0), 0, 255).astype(np.uint8)
+
 
 _REFERENCES: dict[tuple[str, Path | None, int], Reference] = {}
 
@@ -172,7 +184,11 @@ def seal_mask(image: np.ndarray) -> np.ndarray:
 
 def ruling(gray: np.ndarray, px_per_mm: float) -> np.ndarray:
     """Horizontal and vertical ruled lines (at least 6 mm long) of an upright page."""
-    ink = binarize(gray)
+    return ink_ruling(binarize(gray), px_per_mm)
+
+
+def ink_ruling(ink: np.ndarray, px_per_mm: float) -> np.ndarray:
+    """:func:`ruling` of a page's ink (:func:`binarize`)."""
     length = max(9, round(6 * px_per_mm))
     horizontal = cv2.morphologyEx(
         ink, cv2.MORPH_OPEN, cv2.getStructuringElement(cv2.MORPH_RECT, (length, 1))
@@ -354,21 +370,23 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     if not candidates:
         return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
 
-    score, to_ref, candidate, lines = _best_outline(ref, small, candidates)
-    if score < SURE_OUTLINE:
+    best, candidate = _best_outline(ref, small, candidates)
+    if best.score < SURE_OUTLINE:
         fitted = fit_sides(candidate.quad, candidate.piece)
         if fitted is not None:
-            again = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
-            if again[0] > score:
-                score, to_ref, _, lines = again
-    refined = _refine(ref, small, to_ref, lines)
-    if refined is not None and refined[0] >= score:
-        score, to_ref, lines = refined
-    bend = find_bend(*ref.rules, lines, ref.px_per_mm) if score < FLAT_SCORE else None
+            again, _ = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
+            if again.score > best.score:
+                best = again
+    refined = _refine(ref, small, best)
+    if refined is not None and refined.score >= best.score:
+        best = refined
+    score, to_ref, on_form = best.score, best.to_ref, best.ink
+    bend = find_bend(*ref.rules, best.lines, ref.px_per_mm) if score < FLAT_SCORE else None
     if bend is not None:
-        unbent = match_score(ref, bend.undo(lines))
+        unbent = match_score(ref, bend.undo(best.lines))
         if unbent >= max(score, BENT_SCORE):
-            score, bend = unbent, bend.scaled(1 / ref.scale)
+            score, on_form = unbent, bend.undo(on_form)
+            bend = bend.scaled(1 / ref.scale)
         else:
             bend = None
 
@@ -391,30 +409,45 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         else f"match score {score:.2f} below the template's threshold "
         f"{template.registration.match_threshold:.2f}",
         bend=bend,
+        on_form=on_form,
     )
+
+
+class _Overlay(NamedTuple):
+    """A page warped onto the reference (work px) through ``to_ref`` (page work px ->
+    reference work px): its ruling, how well that overlays the reference's, and its ink."""
+
+    score: float
+    to_ref: np.ndarray
+    lines: np.ndarray
+    ink: np.ndarray
 
 
 def _best_outline(
     ref: Reference, small: np.ndarray, candidates: list[Candidate], sure: float = SURE_OUTLINE
-) -> tuple[float, np.ndarray, Candidate, np.ndarray]:
-    """The candidate and 90-degree turn whose ruling best overlays the reference's: (score,
-    page work px -> reference work px, candidate, the page's ruling warped onto the reference).
-    Stops at the first one scoring ``sure``."""
-    best: tuple[float, np.ndarray, Candidate, np.ndarray] | None = None
+) -> tuple[_Overlay, Candidate]:
+    """The candidate and 90-degree turn whose ruling best overlays the reference's. Stops at the
+    first one scoring ``sure``."""
+    best: tuple[_Overlay, Candidate] | None = None
     for candidate in candidates:
         for turn in range(4):
             to_ref = cv2.getPerspectiveTransform(np.roll(candidate.quad, -turn, axis=0), ref.frame)
-            warped = cv2.warpPerspective(
-                small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-            )
-            lines = ruling(warped, ref.px_per_mm)
-            score = match_score(ref, lines)
-            if best is None or score > best[0]:
-                best = (score, to_ref, candidate, lines)
-            if score >= sure:
+            overlay = _overlay(ref, small, to_ref)
+            if best is None or overlay.score > best[0].score:
+                best = (overlay, candidate)
+            if overlay.score >= sure:
                 return best
     assert best is not None
     return best
+
+
+def _overlay(ref: Reference, small: np.ndarray, to_ref: np.ndarray) -> _Overlay:
+    warped = cv2.warpPerspective(
+        small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
+    )
+    ink = binarize(warped)
+    lines = ink_ruling(ink, ref.px_per_mm)
+    return _Overlay(match_score(ref, lines), to_ref, lines, ink)
 
 
 def match_score(ref: Reference, page_lines: np.ndarray) -> float:
@@ -431,16 +464,12 @@ def match_score(ref: Reference, page_lines: np.ndarray) -> float:
     return 0.0 if recall + precision == 0 else 2 * recall * precision / (recall + precision)
 
 
-def _refine(
-    ref: Reference, small: np.ndarray, to_ref: np.ndarray, lines: np.ndarray
-) -> tuple[float, np.ndarray, np.ndarray] | None:
-    """ECC on the ruling maps: sub-pixel homography refinement of ``to_ref``, whose ruling
-    map (the page warped onto the reference through it) is ``lines``: (score, refined, its
-    ruling map)."""
+def _refine(ref: Reference, small: np.ndarray, outline: _Overlay) -> _Overlay | None:
+    """ECC on the ruling maps: sub-pixel homography refinement of the ``outline``'s."""
     # ECC runs on the blurred ruling maps at ECC_SCALE of the working scale: as precise here,
     # and cheaper (docs/benchmarks.md)
     moving = cv2.resize(
-        cv2.GaussianBlur(lines.astype(np.float32) / 255, (0, 0), 1.5),
+        cv2.GaussianBlur(outline.lines.astype(np.float32) / 255, (0, 0), 1.5),
         ref.ecc_size,
         interpolation=cv2.INTER_AREA,
     )
@@ -455,12 +484,7 @@ def _refine(
     scale = np.diag([ECC_SCALE, ECC_SCALE, 1.0])
     warp = np.linalg.inv(scale) @ warp.astype(np.float64) @ scale  # back to working-scale px
     # warp maps reference work px -> (page warped into reference) px
-    refined = np.linalg.inv(np.linalg.inv(to_ref) @ warp)
-    warped = cv2.warpPerspective(
-        small, refined, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-    )
-    lines = ruling(warped, ref.px_per_mm)
-    return match_score(ref, lines), refined, lines
+    return _overlay(ref, small, np.linalg.inv(np.linalg.inv(outline.to_ref) @ warp))
 
 
 def _top_edge_angle(homography: np.ndarray, template: Template) -> float:

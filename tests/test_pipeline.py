@@ -210,10 +210,11 @@ def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
     extractor: Extractor,
 ) -> None:
     """Names have no check digit or rule: one doubtful character (below 0.8) flags the name,
-    and the fallback's full-page reading, when it is sure, replaces it. (medium/0027's buyer
-    name was the example until the fallback read only the rows in doubt: its line, found a
-    pixel off, is read again unsure of its first character, 0.59, and stays flagged.)"""
-    path = FIXTURES / "geometry/vat_invoice_0055.jpg"
+    and the fallback's full-page reading, when it is sure, replaces it (博越教软件 for
+    博越毅软件, 教 at 0.48). (geometry/0055's buyer name was the example until its print, 1.75
+    mm below the form's cells, was cut where it lies: the ROI path now reads it right, still
+    unsure of 毅, and the fallback confirms it.)"""
+    path = FIXTURES / "medium/vat_invoice_0027.jpg"
     expected = truth(path)["pages"][0]["fields"]["buyer_name"]
     roi_only = Extractor(engine=extractor.engine, fallback="never").extract(path, "vat_invoice")
     name = roi_only.pages[0].fields["buyer_name"]
