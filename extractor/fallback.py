@@ -150,15 +150,20 @@ def _plausible(homography: np.ndarray) -> bool:
 
 
 def lines_in_box(
-    lines: list[TextLine], spec: FieldSpec, template: Template, homography: np.ndarray
+    lines: list[TextLine],
+    spec: FieldSpec,
+    template: Template,
+    homography: np.ndarray,
+    down: float = 0.0,
 ) -> tuple[str, float, np.ndarray] | None:
-    """The text of the page lines whose centres fall in a field's box (with the crop margin):
-    the row nearest the box's middle, left to right, its confidently read pieces only (a seal's
-    text is read with little confidence), any printed label in front of the value stripped."""
+    """The text of the page lines whose centres fall in a field's box (with the crop margin,
+    moved ``down`` mm where the page's print lies): the row nearest the box's middle, left to
+    right, its confidently read pieces only (a seal's text is read with little confidence),
+    any printed label in front of the value stripped."""
     ppm = template.px_per_mm
     box = spec.box
-    reach = [tuple(v * ppm for v in _box_reach(spec, template))]
-    middle = (box.y + box.h / 2) * ppm
+    reach = [tuple(v * ppm for v in _box_reach(spec, template, down))]
+    middle = (box.y + down + box.h / 2) * ppm
     inverse = np.linalg.inv(homography)
     found = []
     for line in lines:
@@ -178,11 +183,15 @@ def lines_in_box(
     return text, score, quad
 
 
-def _box_reach(spec: FieldSpec, template: Template) -> tuple[float, float, float, float]:
+def _box_reach(
+    spec: FieldSpec, template: Template, down: float = 0.0
+) -> tuple[float, float, float, float]:
     """Where a line's centre counts as inside a field's box (x0, y0, x1, y1, mm): the box with
-    the crop margin on either side and half of it above and below."""
+    the crop margin on either side and half of it above and below, moved ``down`` mm (the
+    page's print offset, :func:`extractor.print_offset.print_offset`)."""
     box, margin = spec.box, template.crop_margin_mm
-    return box.x - margin, box.y - margin / 2, box.x + box.w + margin, box.y + box.h + margin / 2
+    top, bottom = box.y + down - margin / 2, box.y + down + box.h + margin / 2
+    return box.x - margin, top, box.x + box.w + margin, bottom
 
 
 def _strip_label(text: str, label: str | None) -> str:
@@ -291,6 +300,7 @@ def near_fields(
     homography: np.ndarray,
     settled: Sequence[FieldSpec] = (),
     form: Sequence[TextLine] = (),
+    down: float = 0.0,
 ) -> Callable[[np.ndarray], bool]:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
     and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
@@ -301,20 +311,21 @@ def near_fields(
     label 合计, the tax id below the name's). Nor, outside the boxes of ``specs``, a line over
     the form's own print (``form``: the reference form's lines, reference px) but the labels
     of ``specs``: another field's label (校验码, 地址、电话) or what the form frames beside them
-    (the 密码区's cipher, the 备注), no value of theirs."""
+    (the 密码区's cipher, the 备注), no value of theirs. The boxes are moved ``down`` mm where
+    the page's print lies; the form's print is where the form is."""
     ppm = template.px_per_mm
     to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
     windows = [
         (
             s.box.x - LEFT_MM,
-            s.box.y - ROW_MM,
+            s.box.y + down - ROW_MM,
             s.box.x + s.box.w + RIGHT_MM,
-            s.box.y + s.box.h + ROW_MM,
+            s.box.y + down + s.box.h + ROW_MM,
         )
         for s in specs
     ]
-    boxes = [_box_reach(s, template) for s in specs]  # as lines_in_box takes a line's centre
-    taken = [_box_reach(s, template) for s in settled]
+    boxes = [_box_reach(s, template, down) for s in specs]  # as lines_in_box takes a line's centre
+    taken = [_box_reach(s, template, down) for s in settled]
     others = _others_print(form, specs, template)
     short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
 

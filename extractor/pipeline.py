@@ -146,6 +146,9 @@ class PreparedPage:
     stated: dict[str, str] = dataclasses.field(default_factory=dict)
     """The fields taken from the QR code, neither cut out nor read (:attr:`Extractor.check_print`
     off): the values it states that pass the fields' checks."""
+    down: float = 0.0
+    """How far below the form's cells the page's data is printed (reference px; 0 under 1.5 mm:
+    :func:`extractor.print_offset.print_offset`)."""
     repeats: dict[str, str] = dataclasses.field(default_factory=dict)
     """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
     the total in words, the total), which the page's other readings confirm
@@ -344,7 +347,7 @@ class Extractor:
             crops = crop_fields(image, alignment.homography, chosen, stated, alignment.bend, down)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
-        prepared.stated = stated
+        prepared.stated, prepared.down = stated, down
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -656,6 +659,7 @@ class Extractor:
                 for c, read in zip(crops, reads, strict=True)
             }
         page = (image, homography, template) if homography is not None else None
+        down = prepared.down / template.px_per_mm  # mm; 0 but on a page its frame registered
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
             """The field's readings, first choice first: as read, re-read on the label-aligned
@@ -664,7 +668,7 @@ class Extractor:
             yield fields.get(spec.name)
             yield second.get(spec.name)
             if homography is not None:
-                found = lines_in_box(lines, spec, template, homography)
+                found = lines_in_box(lines, spec, template, homography, down)
                 yield self._from_text(spec, found, page)
             near = _reach(spec, template, homography) if homography is not None else None
             yield self._from_text(spec, beside_label(lines, spec, near, reference.texts), page)
@@ -711,7 +715,8 @@ class Extractor:
             settled = [spec for spec in template.fields if fields[spec.name].valid]
             views = rows_to_read(doubtful, template, alignment.homography)
             form = self.reference_labels(template).lines
-            keep = near_fields(doubtful, template, alignment.homography, settled, form)
+            down = prepared.down / template.px_per_mm
+            keep = near_fields(doubtful, template, alignment.homography, settled, form, down)
         return self.fullpage_ocr()(image, views, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:

@@ -15,6 +15,7 @@ from extractor.fallback import (
     ROW_MM,
     ReferenceLabels,
     beside_label,
+    lines_in_box,
     near_fields,
     rows_to_read,
 )
@@ -171,6 +172,25 @@ def test_a_line_in_the_box_of_a_field_read_valid_is_not_recognised_for_another()
     assert near(line(48, 100, 43.0))  # in the reach of both boxes: maybe the name, fallen low
     doubted = near_fields([name, tax_id], template, np.eye(3), settled=[])
     assert doubted(line(48, 95, 45.5))  # both in doubt: read
+
+
+def test_the_fallback_looks_for_a_field_where_the_page_prints_it() -> None:
+    """Data printed 4 mm above the cells: the tax id's line (its box at 43-48 mm, printed at
+    39.5-42.5) lies in the name's box (38-43) as the form places it. Moved by the page's print
+    offset, each box holds its own line, and a tax id read valid keeps its line out of the
+    name's reading."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    name, tax_id = template.field("buyer_name"), template.field("buyer_tax_id")  # y 38 / 43 mm
+    printed = [
+        TextLine(_across(ppm, 48, 100, 40.5 - 4), "南京卓睿家具有限公司", 0.99),
+        TextLine(_across(ppm, 48, 95, 45.5 - 4), "913201056195242039", 0.99),
+    ]
+    assert lines_in_box(printed, name, template, np.eye(3))[0] == "913201056195242039"
+    assert lines_in_box(printed, name, template, np.eye(3), -4.0)[0] == "南京卓睿家具有限公司"
+    assert lines_in_box(printed, tax_id, template, np.eye(3), -4.0)[0] == "913201056195242039"
+    settled = near_fields([name], template, np.eye(3), settled=[tax_id], down=-4.0)
+    assert settled(printed[0].quad) and not settled(printed[1].quad)
 
 
 def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt() -> None:
