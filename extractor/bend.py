@@ -7,13 +7,14 @@ past the match score's tolerance). The form's own ruled lines say by how much, e
 run: each of the reference's rules is looked for on the page (already warped onto the reference
 by the homography) up to :data:`REACH_MM` above and below (left and right, for the vertical
 ones), strip by strip along it. The shifts found are smoothed into a displacement field on a grid
-(locally weighted linear regression, so a field above the frame takes the frame's slope), and a
-field's box is cut through the homography composed with the field's first-order expansion at the
-box (:meth:`Bend.around`): its shift, tilt and stretch there.
+(locally weighted linear regression, so a field above the frame takes the frame's slope), and
+each field's crop is cut through it, pixel by pixel (:func:`extractor.crops.cut_out`).
 
 A page that lies flat leaves at most ~0.5 mm here (the homography's own error, 0.1-0.55 mm on the
 fixtures' 44 clean to geometry pages): below :data:`MIN_BEND_MM` no bend is kept, and the page
-is cut through its homography alone, as before.
+is cut through its homography alone, as before. Registration looks for a bend only on a page
+that scores under :data:`extractor.registration.FLAT_SCORE`, and keeps it only where the page,
+the bend taken out, matches the reference at :data:`extractor.registration.BENT_SCORE` or better.
 """
 
 from __future__ import annotations
@@ -206,12 +207,15 @@ class Bend:
         affine[:2, 2] = np.array([mx[0], my[0]]) - jac @ np.array([x, y])
         return affine
 
-    def undo(self, image: np.ndarray) -> np.ndarray:
-        """``image`` (a map warped onto the reference through the homography, at this bend's
-        px) with the bend taken out: its point ``p + d(p)`` moved to ``p`` (0 beyond it)."""
-        h, w = image.shape[:2]
-        yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
-        return cv2.remap(image, *self.moved(xx, yy), cv2.INTER_NEAREST, borderValue=0)
+    def undo(self, *images: np.ndarray) -> tuple[np.ndarray, ...]:
+        """``images`` (maps of one size warped onto the reference through the homography, at
+        this bend's px) with the bend taken out: their point ``p + d(p)`` moved to ``p`` (0
+        beyond them)."""
+        h, w = images[0].shape[:2]
+        xx = np.tile(np.arange(w, dtype=np.float32), (h, 1))
+        yy = np.repeat(np.arange(h, dtype=np.float32)[:, None], w, axis=1)
+        mx, my = self.moved(xx, yy)
+        return tuple(cv2.remap(i, mx, my, cv2.INTER_NEAREST, borderValue=0) for i in images)
 
 
 def find_bend(

@@ -343,7 +343,8 @@ class Extractor:
         with _timed(timings, "crop"):
             qr = read_qr(image, alignment.homography, chosen)
             stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
-            down = print_offset(alignment.on_form, chosen) if alignment.on_form is not None else 0
+            on_form = alignment.on_form
+            down = print_offset(on_form, chosen) if on_form is not None else 0.0
             crops = crop_fields(image, alignment.homography, chosen, stated, alignment.bend, down)
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores

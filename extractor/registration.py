@@ -8,7 +8,8 @@ to sub-pixel. When no outline is sure, the best one's sides are refitted to the 
 edge, so that ink touching the frame from outside (a faded seal) does not bend it. The match
 score is the F1 of the reference's ruling found on the page and the page's ruling found on the
 reference, with half a millimetre of tolerance, so it lies in [0, 1] and means the same on every
-template.
+template. A page that scores low may not lie flat (curled, folded): what the homography leaves is
+measured on the form's rules and taken out (:mod:`extractor.bend`).
 """
 
 from __future__ import annotations
@@ -383,9 +384,10 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     score, to_ref, on_form = best.score, best.to_ref, best.ink
     bend = find_bend(*ref.rules, best.lines, ref.px_per_mm) if score < FLAT_SCORE else None
     if bend is not None:
-        unbent = match_score(ref, bend.undo(best.lines))
+        lines, ink = bend.undo(best.lines, on_form)
+        unbent = match_score(ref, lines)
         if unbent >= max(score, BENT_SCORE):
-            score, on_form = unbent, bend.undo(on_form)
+            score, on_form = unbent, ink
             bend = bend.scaled(1 / ref.scale)
         else:
             bend = None

@@ -49,7 +49,7 @@ def test_a_bow_is_measured_on_the_rules_and_taken_out() -> None:
         moved_x, moved_y = bend.moved(np.float32([x_mm * PPM]), np.float32([55 * PPM]))
         assert abs(moved_y[0] / PPM - 55 - expected) < 0.35, x_mm
         assert abs(moved_x[0] / PPM - x_mm) < 0.2, x_mm
-    undone = bend.undo(page)
+    (undone,) = bend.undo(page)
     near = cv2.dilate(reference, np.ones((5, 5), np.uint8))  # within ~0.6 mm
     assert np.count_nonzero(undone & ~near) < 0.03 * np.count_nonzero(undone)
     assert np.count_nonzero(page & ~near) > 0.5 * np.count_nonzero(page)
