@@ -48,7 +48,7 @@ def test_letters_outside_the_uscc_charset() -> None:
         "350100M000100Y4",  # area code + organisation code (that of 91350100M000100Y43)
         "512081MA62K0260",
         "110108800101123",  # area code + an old identity card's YYMMDD and sequence
-        "ABCDEFGHIJKLMNOPQRST",  # 20 characters: no check to make
+        "11010519491231002X01",  # an identity card number (GB 11643's example) + 2 digits
     ],
 )
 def test_older_ids_are_checked_where_they_carry_a_check(code: str) -> None:
@@ -80,3 +80,15 @@ def test_older_ids_must_be_alphanumeric() -> None:
 def test_other_lengths_are_errors(length: int) -> None:
     errors = tax_id_errors("1" * length)
     assert errors == [f"a taxpayer id is 18 characters (or 15/20 for older ids), got {length}"]
+
+
+def test_a_20_character_id_is_an_identity_card_number_and_two_digits() -> None:
+    """A self-employed person's id: the identity card number (GB 11643's example,
+    11010519491231002X) and a 2-digit sequence. A USCC with two characters more (a seal's
+    digits read into it, medium/0035 folded) passed before: 20 characters had no check."""
+    (cut,) = tax_id_errors("91310101MA9T84C31010")
+    assert "does not start an identity card number" in cut
+    (misread,) = tax_id_errors("11010519491231002301")
+    assert "fails its check" in misread
+    (no_date,) = tax_id_errors("11010519491331002X01")
+    assert "no identity card number" in no_date

@@ -69,7 +69,7 @@ def old_id_error(code: str) -> str | None:
     person. A USCC read without its first characters rarely passes (1 in 11)."""
     if not code[:6].isdigit() or code[:2] not in PROVINCES:
         return f"{code[:6]!r} does not start an old taxpayer id (an area code)"
-    if code.isdigit() and _yymmdd(code[6:12]):
+    if code.isdigit() and _is_date(code[6:12]):
         return None
     org = code[6:]
     if org_check_char(org[:8]) != org[8]:
@@ -77,9 +77,30 @@ def old_id_error(code: str) -> str | None:
     return None
 
 
-def _yymmdd(text: str) -> bool:
+ID_CARD_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
+
+
+def person_id_error(code: str) -> str | None:
+    """What is wrong with a 20-character taxpayer id, or ``None``: a self-employed person's, the
+    18-character identity card number (GB 11643: division code, date of birth, sequence, check
+    character, ISO 7064 MOD 11-2) and 2 digits. A USCC read with two characters more (a seal's
+    digits run into it) starts with no division code."""
+    card = code[:18]
+    if not code[:6].isdigit() or code[:2] not in PROVINCES:
+        return f"{code[:6]!r} does not start an identity card number (an area code)"
+    if not (card[6:17].isdigit() and code[18:].isdigit()) or not _is_date(card[6:14], 4):
+        return f"{card!r} is no identity card number (a date of birth, digits)"
+    total = sum(int(ch) * w for ch, w in zip(card[:17], ID_CARD_WEIGHTS, strict=True))
+    if "10X98765432"[total % 11] != card[17]:
+        return f"identity card number {card} fails its check (a misread character?)"
+    return None
+
+
+def _is_date(text: str, year_digits: int = 2) -> bool:
+    """Whether ``text`` is a date, YYMMDD (19YY) or, with 4 ``year_digits``, YYYYMMDD."""
+    year = int(text[:year_digits]) + (1900 if year_digits == 2 else 0)
     try:
-        dt.date(1900 + int(text[:2]), int(text[2:4]), int(text[4:]))
+        dt.date(year, int(text[year_digits : year_digits + 2]), int(text[year_digits + 2 :]))
     except ValueError:
         return False
     return True
@@ -89,8 +110,7 @@ def tax_id_errors(value: str) -> list[str]:
     """Problems with a normalised taxpayer id (empty list: valid).
 
     18 characters must be a valid USCC; 15 characters an old id (:func:`old_id_error`); 20
-    characters of ``[0-9A-Z]`` an older id that carries no check character (an identity card
-    number and a sequence); any other length is an error.
+    characters a self-employed person's (:func:`person_id_error`); any other length is an error.
     """
     if len(value) == 18:
         problem = uscc_error(value)
@@ -99,6 +119,6 @@ def tax_id_errors(value: str) -> list[str]:
         if not _OLD_ID.fullmatch(value):
             bad = "".join(dict.fromkeys(ch for ch in value if not _OLD_ID.fullmatch(ch)))
             return [f"a {len(value)}-character taxpayer id holds only 0-9 and A-Z, found {bad!r}"]
-        problem = old_id_error(value) if len(value) == 15 else None
+        problem = old_id_error(value) if len(value) == 15 else person_id_error(value)
         return [problem] if problem else []
     return [f"a taxpayer id is 18 characters (or 15/20 for older ids), got {len(value)}"]
