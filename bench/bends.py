@@ -9,7 +9,7 @@ fields) bent the ways paper bends, each condition on all of them, saved as a pho
 (``auto``, as the service runs). The bends are fixed transforms of the committed fixtures, the
 same on every run.
 
-    python -m bench.bends                       # every condition, ~3 minutes on one core
+    python -m bench.bends                       # every condition, ~4 minutes on one core
     python -m bench.bends --conditions sag,fold
 """
 
@@ -28,6 +28,8 @@ Displace = Callable[[np.ndarray, np.ndarray, int, int], tuple[np.ndarray, np.nda
 
 
 def bent(displace: Displace) -> Relight:
+    """The page bent: each pixel taken from where ``displace`` says it comes from."""
+
     def change(page: np.ndarray, _: int) -> np.ndarray:
         h, w = page.shape[:2]
         yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
