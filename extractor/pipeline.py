@@ -149,6 +149,13 @@ class PreparedPage:
     down: float = 0.0
     """How far below the form's cells the page's data is printed (reference px; 0 under 1.5 mm:
     :func:`extractor.print_offset.print_offset`)."""
+
+    @property
+    def down_mm(self) -> float:
+        """:attr:`down` in mm, as the fallback places lines (0 but on a page its frame
+        registered)."""
+        return self.down / self.template.px_per_mm
+
     repeats: dict[str, str] = dataclasses.field(default_factory=dict)
     """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
     the total in words, the total), which the page's other readings confirm
@@ -660,7 +667,6 @@ class Extractor:
                 for c, read in zip(crops, reads, strict=True)
             }
         page = (image, homography, template) if homography is not None else None
-        down = prepared.down / template.px_per_mm  # mm; 0 but on a page its frame registered
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
             """The field's readings, first choice first: as read, re-read on the label-aligned
@@ -669,7 +675,7 @@ class Extractor:
             yield fields.get(spec.name)
             yield second.get(spec.name)
             if homography is not None:
-                found = lines_in_box(lines, spec, template, homography, down)
+                found = lines_in_box(lines, spec, template, homography, prepared.down_mm)
                 yield self._from_text(spec, found, page)
             near = _reach(spec, template, homography) if homography is not None else None
             yield self._from_text(spec, beside_label(lines, spec, near, reference.texts), page)
@@ -716,7 +722,7 @@ class Extractor:
             settled = [spec for spec in template.fields if fields[spec.name].valid]
             views = rows_to_read(doubtful, template, alignment.homography)
             form = self.reference_labels(template).lines
-            down = prepared.down / template.px_per_mm
+            down = prepared.down_mm
             keep = near_fields(doubtful, template, alignment.homography, settled, form, down)
         return self.fullpage_ocr()(image, views, keep)
 

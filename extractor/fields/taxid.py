@@ -67,7 +67,7 @@ def old_id_error(code: str) -> str | None:
     code (6 digits) and the organisation code (GB 11714, its 9th character a check), or an old
     15-digit identity card number (division code, YYMMDD, 3 digits) for a self-employed
     person. A USCC read without its first characters rarely passes (1 in 11)."""
-    if not code[:6].isdigit() or code[:2] not in PROVINCES:
+    if not _starts_with_area_code(code):
         return f"{code[:6]!r} does not start an old taxpayer id (an area code)"
     if code.isdigit() and _is_date(code[6:12]):
         return None
@@ -86,7 +86,7 @@ def person_id_error(code: str) -> str | None:
     character, ISO 7064 MOD 11-2) and 2 digits. A USCC read with two characters more (a seal's
     digits run into it) starts with no division code."""
     card = code[:18]
-    if not code[:6].isdigit() or code[:2] not in PROVINCES:
+    if not _starts_with_area_code(code):
         return f"{code[:6]!r} does not start an identity card number (an area code)"
     if not (card[6:17].isdigit() and code[18:].isdigit()) or not _is_date(card[6:14], 4):
         return f"{card!r} is no identity card number (a date of birth, digits)"
@@ -94,6 +94,12 @@ def person_id_error(code: str) -> str | None:
     if "10X98765432"[total % 11] != card[17]:
         return f"identity card number {card} fails its check (a misread character?)"
     return None
+
+
+def _starts_with_area_code(code: str) -> bool:
+    """Whether ``code`` starts with an administrative division code: 6 digits, a province's
+    first."""
+    return code[:6].isdigit() and code[:2] in PROVINCES
 
 
 def _is_date(text: str, year_digits: int = 2) -> bool:
