@@ -20,6 +20,7 @@ import numpy as np
 from extractor.engines.ppocr import cudnn_conv_algo_search
 from extractor.errors import EngineError
 from extractor.memory import large_buffers_mapped
+from extractor.radicals import unify_radicals
 
 Provider = Literal["cpu", "cuda", "tensorrt"]
 
@@ -202,7 +203,9 @@ class FullPageOCR:
         if result.boxes is None or result.txts is None:
             return []
         return [
-            TextLine(np.asarray(box, np.float32).reshape(4, 2), str(text), float(score))
+            TextLine(
+                np.asarray(box, np.float32).reshape(4, 2), unify_radicals(str(text)), float(score)
+            )
             for box, text, score in zip(result.boxes, result.txts, result.scores, strict=True)
             if str(text).strip()
         ]

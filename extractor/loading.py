@@ -23,6 +23,7 @@ from extractor.errors import (
     UnsupportedInputError,
 )
 from extractor.pdf_scans import embedded_scan, is_scan
+from extractor.radicals import unify_radicals
 
 if TYPE_CHECKING:
     import pymupdf
@@ -314,7 +315,8 @@ def _tiff_pages(
 def _text_layer(page: object) -> list[Word] | None:
     """The page's words in mm as the page is shown (and rendered: a page with /Rotate turns
     its words with it), or None when it has no usable text layer (a scanned PDF; a scan's
-    invisible OCR layer is never asked for, :func:`~extractor.pdf_scans.is_scan`)."""
+    invisible OCR layer is never asked for, :func:`~extractor.pdf_scans.is_scan`). Radicals
+    that stand for ideographs are spelled as the ideographs (:mod:`extractor.radicals`)."""
     import pymupdf
 
     try:
@@ -324,7 +326,7 @@ def _text_layer(page: object) -> list[Word] | None:
         return None
     words = []
     for x0, y0, x1, y1, text, *_ in raw:
-        if clean := text.replace("\ufffd", "").strip():
+        if clean := unify_radicals(text.replace("\ufffd", "").strip()):
             shown = pymupdf.Rect(x0, y0, x1, y1) * turn
             words.append(
                 Word(

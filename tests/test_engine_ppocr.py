@@ -141,3 +141,15 @@ def test_the_argmax_rewrite_at_each_opset(tmp_path, opset: int) -> None:
 
 def _collapse(path: list[int]) -> list[int]:
     return [c for i, c in enumerate(path) if c != 0 and (i == 0 or c != path[i - 1])]
+
+
+def test_compatibility_ideographs_in_the_character_list_are_answered_unified() -> None:
+    """PP-OCRv6 small lists 郎 and 凉 twice, once as the CJK compatibility ideograph (U+F92C,
+    U+F979): a name read with that class must still compare equal to the name as typed."""
+    small = PPOCRRecognizer()
+    for compat, unified in (("\uf92c", "\u90ce"), ("\uf979", "\u51c9")):
+        index = small.characters.index(compat)
+        assert unified in small.characters
+        probs = np.full((3, len(small.characters)), 1e-6, dtype=np.float32)
+        probs[[0, 1, 2], [small.characters.index("新"), 0, index]] = 0.9
+        assert ctc_greedy(probs, None, small.characters).text == "新" + unified

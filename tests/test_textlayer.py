@@ -3,11 +3,15 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pymupdf
 import pytest
+from PIL import Image, ImageDraw, ImageFont
 
 from extractor.fields import amount_to_words
 from extractor.pipeline import Extractor
+from extractor.radicals import SIMPLIFIED_RADICALS, unify_radicals
+from extractor.synth.digital import digital_pdf
 from extractor.templates import TemplateStore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -175,3 +179,39 @@ def test_a_page_shown_turned_is_read_from_its_text_layer(
     # boxes are on the page as rendered: a name's box stands upright on a quarter-turned page
     *_, w, h = page.fields["buyer_name"].box
     assert (h > w) == (degrees in (90, 270))
+
+
+def test_ideographs_spelled_as_radicals_are_read_as_the_ideographs(extractor: Extractor) -> None:
+    """An issuing system whose text layer maps 一 to the Kangxi radical ⼀ and 门 to ⻔ (one
+    glyph in the font): the words look right and compare wrong (a date ending in ⽇ is no date,
+    so the page took the OCR path). They are spelled back on loading."""
+    data, truth = digital_pdf([7000, 7003, 7005], radicals=True)
+    layer = "".join(page.get_text() for page in pymupdf.open(stream=data))
+    assert sum(0x2E80 <= ord(ch) <= 0x2FDF for ch in layer) > 20
+    result = extractor.extract(data, "vat_invoice_digital")
+    for page, expected in zip(result.pages, truth, strict=True):
+        assert page.registration == "text_layer" and page.timings_ms.recognize == 0
+        assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
+        assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+
+
+def test_unify_radicals_touches_radicals_only() -> None:
+    assert unify_radicals("2025年01⽉02⽇") == "2025年01月02日"
+    assert unify_radicals("⼤连⻓城⻔业（⼴州）有限公司") == "大连长城门业（广州）有限公司"
+    assert unify_radicals("ＡＢ（北京）¥1,234.56 ⊗") == "ＡＢ（北京）¥1,234.56 ⊗"
+    assert unify_radicals("⺮⻌") == "⺮⻌"  # components, no character of their own
+
+
+def glyph(font: ImageFont.FreeTypeFont, ch: str) -> np.ndarray:
+    image = Image.new("L", (64, 64), 255)
+    ImageDraw.Draw(image).text((4, 0), ch, font=font, fill=0)
+    return np.asarray(image) < 128
+
+
+def test_simplified_radicals_are_drawn_as_their_ideographs() -> None:
+    """The supplement's table (no Unicode decomposition to check it by): in WenQuanYi Zen Hei
+    each radical is the very glyph of the ideograph it is mapped to."""
+    font = ImageFont.truetype(str(FONT), 56)
+    for radical, ideograph in SIMPLIFIED_RADICALS.items():
+        a, b = glyph(font, radical), glyph(font, ideograph)
+        assert a.sum() > 50 and (a & b).sum() / (a | b).sum() > 0.98, (radical, ideograph)

@@ -18,6 +18,7 @@ import numpy as np
 
 from extractor.engines.base import Recognition
 from extractor.errors import EngineError
+from extractor.radicals import unify_radicals
 
 WIDTH_STEP = 32  # crops are padded to a multiple of this: batches of one width bucket
 MAX_WIDTH = 1920
@@ -58,7 +59,8 @@ def ctc_greedy(
 
 def ctc_collapse(best: np.ndarray, best_p: np.ndarray, characters: Sequence[str]) -> Recognition:
     """The text of a best-class path (T,) with its probabilities: repeats merged, blanks
-    dropped, a character's confidence the best of its repeats."""
+    dropped, a character's confidence the best of its repeats. A compatibility ideograph in the
+    model's list (PP-OCRv6 small holds 郎 and 凉 twice) is answered as the unified one."""
     text: list[str] = []
     confs: list[float] = []
     previous = 0
@@ -71,7 +73,7 @@ def ctc_collapse(best: np.ndarray, best_p: np.ndarray, characters: Sequence[str]
                 confs[-1] = max(confs[-1], p)
         previous = cls
     confidence = float(np.mean(confs)) if confs else 0.0
-    return Recognition("".join(text), confidence, tuple(round(c, 4) for c in confs))
+    return Recognition(unify_radicals("".join(text)), confidence, tuple(round(c, 4) for c in confs))
 
 
 class CTCLineReader:

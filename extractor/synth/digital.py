@@ -152,8 +152,12 @@ def draw_invoice_page(
     }
 
 
-def digital_pdf(seeds: list[int], title: str = "") -> tuple[bytes, list[dict[str, object]]]:
-    """A born-digital PDF with one invoice page per seed, and each page's truth entry."""
+def digital_pdf(
+    seeds: list[int], title: str = "", *, radicals: bool = False
+) -> tuple[bytes, list[dict[str, object]]]:
+    """A born-digital PDF with one invoice page per seed, and each page's truth entry.
+    ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
+    glyph (一 as ⼀, 长 as ⻓), as many issuing systems' PDFs do (:mod:`extractor.radicals`)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -180,7 +184,7 @@ def digital_pdf(seeds: list[int], title: str = "") -> tuple[bytes, list[dict[str
             "modDate": stamp,
         }
     )
-    data = finish_pdf(doc, used)
+    data = finish_pdf(doc, used, radicals)
     doc.close()
     return data, pages
 

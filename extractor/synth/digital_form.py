@@ -25,6 +25,7 @@ import pymupdf
 import segno
 from PIL import Image
 
+from extractor.radicals import unify_radicals
 from extractor.synth import digital_layout as D
 from extractor.synth.fonts import font_path
 from extractor.synth.form import save_reference
@@ -236,9 +237,26 @@ def draw_form(pen: PdfPen, title: str = "电子发票（普通发票）") -> Non
         pen.hline(y, D.TITLE_CX - D.TITLE_RULE_HALF, D.TITLE_CX + D.TITLE_RULE_HALF, t)
 
 
-def _to_unicode_cmap(font: pymupdf.Font, chars: set[str]) -> bytes:
-    """A ToUnicode CMap (Identity-H: code = glyph id) for ``chars`` only."""
-    pairs = sorted({(font.has_glyph(ord(c)), ord(c)) for c in chars if font.has_glyph(ord(c))})
+@cache
+def _radical_spellings() -> dict[int, int]:
+    """Ideograph -> the radical (Kangxi Radicals, CJK Radicals Supplement) that stands for it."""
+    spelled: dict[int, int] = {}
+    for code in range(0x2E80, 0x2FE0):
+        unified = unify_radicals(chr(code))
+        if unified != chr(code):
+            spelled.setdefault(ord(unified), code)
+    return spelled
+
+
+def _to_unicode_cmap(font: pymupdf.Font, chars: set[str], radicals: bool = False) -> bytes:
+    """A ToUnicode CMap (Identity-H: code = glyph id) for ``chars`` only. ``radicals``: each
+    ideograph that a radical stands for mapped to the radical, as producers do that write the
+    map from a font's own character map, lowest code point first, in fonts (Noto Sans CJK,
+    Source Han) that draw both with one glyph (一 reads as ⼀: :mod:`extractor.radicals`)."""
+    spelled = _radical_spellings() if radicals else {}
+    pairs = sorted(
+        {(gid, spelled.get(ord(c), ord(c))) for c in chars if (gid := font.has_glyph(ord(c)))}
+    )
     lines = [
         "/CIDInit /ProcSet findresource begin",
         "12 dict begin",
@@ -264,10 +282,11 @@ def _to_unicode_cmap(font: pymupdf.Font, chars: set[str]) -> bytes:
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-def finish_pdf(doc: pymupdf.Document, used: dict[str, set[str]]) -> bytes:
+def finish_pdf(doc: pymupdf.Document, used: dict[str, set[str]], radicals: bool = False) -> bytes:
     """Merge each page's content streams, subset the fonts, cut each font's ToUnicode map
-    (PyMuPDF writes one for every glyph of the font) down to the characters set in it, and
-    save compressed, with no random file id."""
+    (PyMuPDF writes one for every glyph of the font) down to the characters set in it (spelled
+    as radicals with ``radicals``: :func:`_to_unicode_cmap`), and save compressed, with no
+    random file id."""
     for page in doc:
         page.clean_contents()
     doc.subset_fonts()
@@ -279,7 +298,8 @@ def finish_pdf(doc: pymupdf.Document, used: dict[str, set[str]]) -> bytes:
                 continue
             done.add(xref)
             cmap_xref = int(value.split()[0])
-            doc.update_stream(cmap_xref, _to_unicode_cmap(pdf_font(resource), used[resource]))
+            cmap = _to_unicode_cmap(pdf_font(resource), used[resource], radicals)
+            doc.update_stream(cmap_xref, cmap)
     return doc.tobytes(garbage=4, deflate=True, no_new_id=True)
 
 
