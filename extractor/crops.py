@@ -30,6 +30,8 @@ calendar date): those cut short are read again from a wider crop (:attr:`Crop.wi
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 FORM_COVER = 0.8
+REMNANT_THICK = 0.12  # of the line's height: a piece this thin at a line's end may be a rule's
+REMNANT_WIDTH = 0.5  # ... and is one when shorter than this (of the line's height) or off-centre
 """A piece of ink lying this much on the form's own labels (:attr:`Reference.labels`) is the
 label's, not print: a data layer printed a few millimetres off puts the label beside its box
 into the crop (称 before a buyer's name), where the recognizer would read it."""
@@ -487,4 +489,26 @@ def _line_extent(
         or cols[a:b].sum() >= 0.15 * main_mass
         or min(abs(a - main[1]), abs(main[0] - b)) <= 2 * line_h
     ]
-    return keep[0][0], keep[-1][1]
+    left, right = keep[0][0], keep[-1][1]
+    pieces = [(left + a, left + b) for a, b in _runs(cols[left:right], 0.0, bridge=0)]
+    while len(pieces) > 1 and _remnant(ink[top:bottom, pieces[0][0] : pieces[0][1]]):
+        pieces.pop(0)
+    while len(pieces) > 1 and _remnant(ink[top:bottom, pieces[-1][0] : pieces[-1][1]]):
+        pieces.pop()
+    return pieces[0][0], pieces[-1][1]
+
+
+def _remnant(piece: np.ndarray) -> bool:
+    """Whether a piece of ink at a line's end (the line's rows, the piece's columns) is a ruled
+    line's remnant, not a character: a thin stroke (a rule runs through the print where the data
+    layer is printed off its cells) that is short (no character is a short thin stroke) or off
+    the line's middle (一 is a long thin stroke in the middle)."""
+    line_h, width = piece.shape
+    rows = np.flatnonzero(piece.any(axis=1))
+    if len(rows) == 0:
+        return True
+    thick = rows[-1] - rows[0] + 1
+    middle = (rows[0] + rows[-1]) / 2 / line_h
+    return thick <= max(2, REMNANT_THICK * line_h) and (
+        width < REMNANT_WIDTH * line_h or not 0.3 <= middle <= 0.7
+    )

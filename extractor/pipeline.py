@@ -691,8 +691,10 @@ class Extractor:
             if not present and homography is None:
                 continue  # nothing aligns the page to the form: report only what was found
             # the first valid reading; else the surest of those only in doubt (their values
-            # pass their checks); else the first with a value
+            # pass their checks), but not a line found late in its box whose start another
+            # holds; else the first with a value
             doubtful = [c for c in present if c.value and _only_doubt(c)]
+            doubtful = [c for c in doubtful if not _end_of_another(c, doubtful)]
             merged[spec.name] = chosen = (
                 next((c for c in present if c.valid), None)
                 or max(doubtful, key=lambda c: c.confidence, default=None)
@@ -824,6 +826,16 @@ class Extractor:
             box=_bounds(quad) if quad is not None else None,
             source="roi",
         )
+
+
+def _end_of_another(field: FieldResult, others: list[FieldResult]) -> bool:
+    """Whether ``field`` is a name's line found late in its box (its start may be missing) whose
+    value ends another reading's: that one holds the start too (the box's own reading, flagged
+    for one uncertain character, against the fallback's surer '滨分公司' of a name ending so)."""
+    value = str(field.value)
+    return any(e.startswith(_LATE_START) for e in field.errors) and any(
+        str(other.value).endswith(value) and other.value != field.value for other in others
+    )
 
 
 def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) -> None:

@@ -7,7 +7,7 @@ import cv2
 import numpy as np
 import pytest
 
-from extractor.crops import _LooseCrop, _print_at_the_left, even_paper, separate_ink
+from extractor.crops import _LooseCrop, _print_at_the_left, even_paper, separate_ink, tighten
 from extractor.registration import reference_for, register
 from extractor.templates import TemplateStore
 
@@ -218,3 +218,38 @@ def test_a_shaded_page_reads_the_names_in_its_shadow() -> None:
     (page,) = Extractor(fallback="never").extract(jpeg.tobytes(), "vat_invoice").pages
     for name in ("buyer_name", "seller_name", "buyer_tax_id", "seller_tax_id", "total"):
         assert (page.fields[name].value, page.fields[name].valid) == (expected[name], True), name
+
+
+def test_a_rules_remnant_at_a_lines_end_is_not_part_of_the_line() -> None:
+    """A thin piece of a ruled line past a name's last character (the data printed across the
+    form's rule) is not text: the line ends at the character; a 一 ending a name is kept (long,
+    in the line's middle), and so is a character's short stroke that is not thin."""
+    ink = np.zeros((60, 400), np.uint8)
+    for x in range(20, 260, 40):  # six characters, 30 px wide, rows 15-45
+        ink[15:45, x : x + 30] = 255
+    line = tighten(ink, (0, 10, 400, 40), PPM)
+    assert line is not None
+    for extra, kept in (
+        ((18, 19, 275, 283), False),  # the rule's remnant: 1 px, short, high in the line
+        ((28, 30, 275, 302), True),  # 一: thin, but long and in the middle
+        ((26, 33, 275, 283), True),  # a short stroke 7 px thick: a dot, not a rule
+    ):
+        y0, y1, x0, x1 = extra
+        with_piece = ink.copy()
+        with_piece[y0:y1, x0:x1] = 255
+        rect = tighten(with_piece, (0, 10, 400, 40), PPM)
+        assert rect is not None and (rect[0], rect[2] > line[2]) == (line[0], kept), extra
+
+
+def test_a_name_printed_across_its_rule_reads_without_the_rules_end() -> None:
+    """medium/0031's buyer's name is printed 1.7 mm high, across the form's rule; re-saved as a
+    JPEG of quality 80 the rule past the name's end was left in the crop and read as a trailing
+    一, valid (names have no check)."""
+    from extractor.pipeline import Extractor
+
+    path = FIXTURES / "medium" / "vat_invoice_0031.jpg"
+    expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    _, jpeg = cv2.imencode(".jpg", cv2.imread(str(path)), [cv2.IMWRITE_JPEG_QUALITY, 80])
+    (page,) = Extractor(fallback="never").extract(jpeg.tobytes(), "vat_invoice").pages
+    name = page.fields["buyer_name"]
+    assert (name.value, name.valid) == (expected["pages"][0]["fields"]["buyer_name"], True)
