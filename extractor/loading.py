@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import warnings
+import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,9 +107,25 @@ def sniff(data: bytes) -> str:
             return kind
     if b"%PDF-" in head:  # PDFs may carry junk before the header
         return "pdf"
+    if _is_ofd(data):
+        raise UnsupportedInputError(
+            "an OFD document (GB/T 33190, the 数电票's other format) is not supported: download "
+            "the invoice as PDF (the tax platform issues both, with the same text), or as an image"
+        )
     raise UnsupportedInputError(
         "unsupported file type: expected a PDF, PNG, JPEG or TIFF (judged by content, not name)"
     )
+
+
+def _is_ofd(data: bytes) -> bool:
+    """Whether ``data`` is an OFD package: a ZIP archive whose entry point is ``OFD.xml``."""
+    if not data.startswith(b"PK\x03\x04"):
+        return False
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            return "OFD.xml" in archive.namelist()
+    except (zipfile.BadZipFile, ValueError):
+        return False
 
 
 def read_source(source: str | Path | bytes) -> tuple[bytes, str]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pymupdf
 import pytest
+from test_hostile import zipped
 
 
 def roi(*args: str) -> subprocess.CompletedProcess[str]:
@@ -27,6 +28,8 @@ def _truncated_pdf(path: Path) -> Path:
         ("empty.png", b"", "empty"),
         ("notes.png", b"this is a text file, not an image\n", "unsupported file type"),
         ("scan.jpg", b"\xff\xd8\xff\xe0" + b"\x00" * 64, "corrupt"),
+        ("invoice.ofd", zipped("OFD.xml", "Doc_0/Document.xml"), "OFD document"),
+        ("scans.zip", zipped("scan.jpg"), "unsupported file type"),
     ],
 )
 def test_bad_files(tmp_path: Path, name: str, content: bytes, message: str) -> None:

@@ -14,6 +14,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -94,6 +95,15 @@ def tiff(
             nxt = 8 + loop_to * ifd_size
         out += struct.pack("<I", nxt)
     return bytes(out + strip)
+
+
+def zipped(*names: str) -> bytes:
+    """A ZIP archive holding ``names`` (an OFD package's entry point is OFD.xml)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name in names:
+            archive.writestr(name, "<x/>")
+    return buffer.getvalue()
 
 
 def pdf(objects: list[bytes]) -> bytes:
