@@ -30,11 +30,11 @@ calendar date): those cut short are read again from a wider crop (:attr:`Crop.wi
 MIN_OFFSET_MM = 0.4  # smaller estimated print offsets are ignored
 MIN_FIELDS_FOR_OFFSET = 3
 FORM_COVER = 0.8
-REMNANT_THICK = 0.12  # of the line's height: a piece this thin at a line's end may be a rule's
-REMNANT_WIDTH = 0.5  # ... and is one when shorter than this (of the line's height) or off-centre
 """A piece of ink lying this much on the form's own labels (:attr:`Reference.labels`) is the
 label's, not print: a data layer printed a few millimetres off puts the label beside its box
 into the crop (称 before a buyer's name), where the recognizer would read it."""
+REMNANT_THICK = 0.12  # of the line's height: a piece this thin at a line's end may be a rule's
+REMNANT_WIDTH = 0.5  # ... and is one when shorter than this (of the line's height) or off-centre
 FREE_TEXT_KINDS = frozenset({FieldKind.name, FieldKind.text})
 """Fields whose reading no check can fault: the form's labels are dropped from their crops. (A
 label in another field's crop makes its reading fail, and the field is read again; dropping

@@ -251,8 +251,8 @@ def _radical_spellings() -> dict[int, int]:
 def _to_unicode_cmap(font: pymupdf.Font, chars: set[str], radicals: bool = False) -> bytes:
     """A ToUnicode CMap (Identity-H: code = glyph id) for ``chars`` only. ``radicals``: each
     ideograph that a radical stands for mapped to the radical, as producers do that write the
-    map from a font's own character map, lowest code point first, in fonts (Noto Sans CJK,
-    Source Han) that draw both with one glyph (一 reads as ⼀: :mod:`extractor.radicals`)."""
+    map from a font's own character map, lowest code point first, in fonts that draw both with
+    one glyph (一 reads as ⼀: :mod:`extractor.radicals`)."""
     spelled = _radical_spellings() if radicals else {}
     pairs = sorted(
         {(gid, spelled.get(ord(c), ord(c))) for c in chars if (gid := font.has_glyph(ord(c)))}
