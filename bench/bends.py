@@ -9,7 +9,7 @@ fields) bent the ways paper bends, each condition on all of them, saved as a pho
 (``auto``, as the service runs). The bends are fixed transforms of the committed fixtures, the
 same on every run.
 
-    python -m bench.bends                       # every condition, ~4 minutes on one core
+    python -m bench.bends                       # every condition, ~6 minutes on one core
     python -m bench.bends --conditions sag,fold
 """
 
@@ -67,6 +67,8 @@ CONDITIONS: dict[str, tuple[str, Relight]] = {
     "fold": ("a crease down the page, halves tilted by 1.5%", bent(_fold(0.015))),
     "fold more": ("a crease down the page, halves tilted by 3%", bent(_fold(0.03))),
     "crease": ("a crease across the page, halves slanted by 3%", bent(_crease(0.03))),
+    "fold most": ("a crease down the page, halves tilted by 5%", bent(_fold(0.05))),
+    "sag most": ("rows sagging by 6%", bent(_sag(0.06))),
 }
 
 
