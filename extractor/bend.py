@@ -236,6 +236,7 @@ def find_bend(
     rounds of smaller steps chased noise into the field: two names cut short, valid, on pages
     folded by 5%)."""
     size = (lines.shape[1], lines.shape[0])
+    grid = GRID_MM * px_per_mm
     bend: Bend | None = None
     for _ in range(ROUNDS):
         ruling = lines if bend is None else bend.undo(lines)[0]
@@ -245,11 +246,8 @@ def find_bend(
         off += np.count_nonzero(np.abs(found_x[:, 2]) >= MIN_BEND_MM * px_per_mm)
         if off < MIN_BENT_RULES:
             break
-        step = Bend(smooth(found_x, size, px_per_mm), smooth(found_y, size, px_per_mm), 0.0)
+        step = Bend(smooth(found_x, size, px_per_mm), smooth(found_y, size, px_per_mm), grid)
         if step.largest < MIN_BEND_MM * px_per_mm:
             break
-        if bend is None:
-            bend = Bend(step.dx, step.dy, GRID_MM * px_per_mm)
-        else:
-            bend = Bend(bend.dx + step.dx, bend.dy + step.dy, bend.step)
+        bend = step if bend is None else Bend(bend.dx + step.dx, bend.dy + step.dy, grid)
     return bend if bend is not None and bend.largest >= MIN_BEND_MM * px_per_mm else None

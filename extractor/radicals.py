@@ -3,11 +3,11 @@
 Many PDF producers write a font's ToUnicode map from the font's own character map, taking the
 lowest code point that maps to each glyph. Where a font draws the Kangxi radical ``⼀``
 (U+2F00) and the ideograph ``一`` (U+4E00) with one glyph, as many CJK fonts do, the text layer
-of an invoice that shows ``一`` says ``⼀``; likewise ``⽇``, ``⼈``, ``⼤``,
-``⼯``, ``⾦`` and the simplified forms of the CJK Radicals Supplement (``⻓`` for 长, ``⻔`` for
-门, ``⻋`` for 车). The text looks right and compares wrong: a date ``2025年01月02⽇`` is no
-date, a name ``⼤连⻓城⼯程有限公司`` is not the buyer's. Recognisers too: PP-OCRv6 small's
-character list holds 郎 and 凉 twice, once as the CJK compatibility ideograph.
+of an invoice that shows ``一`` says ``⼀``; likewise ``⽇``, ``⼈``, ``⼤``, ``⼯``, ``⾦`` and
+the simplified forms of the CJK Radicals Supplement (``⻓`` for 长, ``⻔`` for 门, ``⻋`` for 车).
+The text looks right and compares wrong: a date ``2025年01月02⽇`` is no date, a name
+``⼤连⻓城⼯程有限公司`` is not the buyer's. Recognisers too: PP-OCRv6 small's character list
+holds 郎 and 凉 twice, once as the CJK compatibility ideograph.
 
 :func:`unify_radicals` maps them back: the Kangxi radicals and the CJK compatibility ideographs
 by their Unicode compatibility decomposition (NFKC, applied to those characters only: full-width
