@@ -6,9 +6,12 @@ of its height leaves up to 3.5 mm after the best homography: past a field's crop
 past the match score's tolerance). The form's own ruled lines say by how much, everywhere they
 run: each of the reference's rules is looked for on the page (already warped onto the reference
 by the homography) up to :data:`REACH_MM` above and below (left and right, for the vertical
-ones), strip by strip along it. The shifts found are smoothed into a displacement field on a grid
-(locally weighted linear regression, so a field above the frame takes the frame's slope), and
-each field's crop is cut through it, pixel by pixel (:func:`extractor.crops.cut_out`).
+ones), strip by strip along it, and a line found is the rule's only where the rules beside it in
+the strip lie shifted as much (rules keep their spacing: a rule's window may hold its
+neighbour's line, and two lines may be in it). The shifts found are smoothed into a
+displacement field on a grid (locally weighted linear regression, so a field above the frame
+takes the frame's slope), and each field's crop is cut through it, pixel by pixel
+(:func:`extractor.crops.cut_out`).
 
 A page that lies flat leaves at most ~0.5 mm here (the homography's own error, 0.1-0.55 mm on the
 fixtures' 44 clean to geometry pages): below :data:`MIN_BEND_MM` no bend is kept, and the page
@@ -27,8 +30,11 @@ import numpy as np
 STRIP_MM = 8.0
 """Rules are matched in strips this wide along them: short enough to follow a rule's arc."""
 REACH_MM = 4.0
-"""How far off a rule is looked for; a rule found twice within it (another rule nearby) is
-not used there."""
+"""How far off a rule is looked for."""
+NEIGHBOUR_MM = 12.0
+"""Rules this close in a strip are each other's check: a line found for one is its line where
+the others lie shifted as much. Of two lines in a rule's window, the one its neighbours agree
+with is taken, and the rule is left out there when they agree with both or neither."""
 APART_MM = 2.0
 """Two rules closer than this are one to the search (and left out of it)."""
 MIN_RULE_COVER = 0.6
@@ -89,22 +95,44 @@ def _cover(lines: np.ndarray, strip: int, vertical: bool) -> np.ndarray:
 
 def shifts(rules: Rules, lines: np.ndarray, px_per_mm: float) -> np.ndarray:
     """Where the page's rules lie against the reference's: (K, 3) rows of (x, y, shift), px,
-    for the reference rules found once within reach on ``lines`` (the page's ruling map, warped
-    onto the reference); the shift is down (right, for vertical rules)."""
+    for the reference rules found within reach on ``lines`` (the page's ruling map, warped onto
+    the reference) with their neighbours (:data:`NEIGHBOUR_MM`) shifted as much; the shift is
+    down (right, for vertical rules)."""
     if len(rules.at) == 0:
         return np.empty((0, 3))
     reach = round(REACH_MM * px_per_mm)
     span = np.arange(2 * reach + 1)
     cover = cv2.GaussianBlur(_cover(lines, rules.strip, rules.vertical), (1, 5), 0, sigmaY=1.0)
-    padded = np.pad(cover, ((reach, reach), (0, 0)))
+    pad = reach + 1
+    padded = np.pad(cover, ((pad, pad), (0, 0)))
     start = np.rint(rules.centre).astype(np.int64)  # window k: start-reach..start+reach
-    window = padded[start[:, None] + span[None, :], rules.at[:, None]]
+    window = padded[start[:, None] + (pad - reach) + span[None, :], rules.at[:, None]]
     k = np.arange(len(start))
     best = window.argmax(axis=1)
     peak = window[k, best]
     apart = np.abs(span[None, :] - best[:, None]) > APART_MM * px_per_mm
-    rival = np.where(apart, window, 0).max(axis=1)
-    found = (peak >= MIN_RULE_COVER / 2) & (rival <= 0.7 * peak)
+    second = np.where(apart, window, 0).argmax(axis=1)
+    rival = window[k, second]
+    # rules keep their spacing: a shift is a rule's only where its neighbours in the strip lie
+    # shifted by as much (a line in its window may be another rule's)
+    near = (rules.at[:, None] == rules.at[None, :]) & (
+        np.abs(rules.centre[:, None] - rules.centre[None, :]) <= NEIGHBOUR_MM * px_per_mm
+    )
+    np.fill_diagonal(near, False)
+    of, neighbour = np.nonzero(near)
+
+    def spaced(offset: np.ndarray) -> np.ndarray:
+        at = start[neighbour] + offset[of] + pad
+        there = np.max([padded[at + d, rules.at[neighbour]] for d in (-1, 0, 1)], axis=0)
+        held = np.ones(len(start), bool)
+        np.logical_and.at(held, of, there >= MIN_RULE_COVER / 2)
+        return held
+
+    best_held, second_held = spaced(best - reach), spaced(second - reach)
+    alone = rival <= 0.7 * peak
+    best = np.where(~alone & ~best_held & second_held, second, best)
+    peak = window[k, best]
+    found = (peak >= MIN_RULE_COVER / 2) & np.where(alone, best_held, best_held != second_held)
     # sub-pixel: the vertex of the parabola through the peak and its neighbours
     left = window[k, np.clip(best - 1, 0, 2 * reach)]
     right = window[k, np.clip(best + 1, 0, 2 * reach)]
