@@ -220,6 +220,16 @@ class Bend:
         )
         return x + dx, y + dy
 
+    def unmoved(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The points ``p`` whose ``p + d(p)`` are (x, y) (float32 arrays of one shape): the
+        inverse of :meth:`moved`, by fixed-point iteration (the field is smooth: its slope is
+        a few percent, and three steps leave hundredths of a px)."""
+        px, py = x, y
+        for _ in range(3):
+            mx, my = self.moved(px, py)
+            px, py = px + (x - mx), py + (y - my)
+        return px, py
+
     def around(self, x: float, y: float) -> np.ndarray:
         """The affine map (3x3) that is ``p -> p + d(p)`` to first order around (x, y)."""
         h = self.step

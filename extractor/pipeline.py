@@ -20,11 +20,12 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 from itertools import product
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import cv2
 import numpy as np
 
+from extractor.bend import Bend
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
@@ -34,10 +35,12 @@ from extractor.fallback import (
     ReferenceLabels,
     align_by_labels,
     beside_label,
+    flattened,
     lines_in_box,
     near_fields,
     norm,
     rows_to_read,
+    unflattened,
 )
 from extractor.fields import (
     LEADING_MARKS,
@@ -168,6 +171,16 @@ class PreparedPage:
     @property
     def allowlists(self) -> list[str | None]:
         return _allowlists(self.crops)
+
+
+class _Page(NamedTuple):
+    """A page as the fallback re-reads its lines: the image, its homography (reference px ->
+    page px), template, and bend (None: it lies flat, or the labels aligned it)."""
+
+    image: np.ndarray
+    homography: np.ndarray
+    template: Template
+    bend: Bend | None
 
 
 _PageCheck = Callable[["PreparedPage", Sequence[Recognition | None]], Iterable[int]]
@@ -658,6 +671,9 @@ class Extractor:
         homography = (
             prepared.alignment.homography if prepared.alignment.matched else labels.homography
         )
+        bend = prepared.alignment.bend if prepared.alignment.matched else None
+        if bend is not None:
+            lines = flattened(lines, prepared.alignment.homography, bend)
         second: dict[str, FieldResult] = {}
         if not prepared.alignment.matched and labels.homography is not None:
             crops = crop_fields(image, labels.homography, template)
@@ -666,7 +682,7 @@ class Extractor:
                 c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
                 for c, read in zip(crops, reads, strict=True)
             }
-        page = (image, homography, template) if homography is not None else None
+        page = _Page(image, homography, template, bend) if homography is not None else None
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
             """The field's readings, first choice first: as read, re-read on the label-aligned
@@ -725,7 +741,9 @@ class Extractor:
             views = rows_to_read(doubtful, template, alignment.homography)
             form = self.reference_labels(template).lines
             down = prepared.down_mm
-            keep = near_fields(doubtful, template, alignment.homography, settled, form, down)
+            keep = near_fields(
+                doubtful, template, alignment.homography, settled, form, down, alignment.bend
+            )
         return self.fullpage_ocr()(image, views, keep)
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
@@ -744,50 +762,50 @@ class Extractor:
         self,
         spec: FieldSpec,
         found: tuple[str, float, np.ndarray] | None,
-        page: tuple[np.ndarray, np.ndarray, Template] | None = None,
+        page: _Page | None = None,
     ) -> FieldResult | None:
         """A field from a line the full-page OCR found. Names and codes have no check digit,
         and full-page OCR gives one score per line, so their line is read again by the
-        constrained recogniser (``page``: the image, its homography, the template): its
-        per-character confidences then count as on the ROI path, and a second reading that
-        does not hold the first flags the field. A name's line that starts well into its box
-        holds only the name's end."""
+        constrained recogniser (``page``: where the line lies on the form): its per-character
+        confidences then count as on the ROI path, and a second reading that does not hold the
+        first flags the field. A name's line that starts well into its box holds only the
+        name's end."""
         if found is None:
             return None
         text, score, quad = found
         read, doubts = Recognition(text, score), []
+        on_page = quad  # the lines of a bent page were flattened (:func:`flattened`)
+        if page is not None and page.bend is not None:
+            on_page = unflattened(quad, page.homography, page.bend)
         if spec.kind in (FieldKind.name, FieldKind.code) and page is not None:
-            image, homography, template = page
-            outline = mapped(quad, np.linalg.inv(homography))  # reference px
-            again = self._read_line_again(image, homography, template, outline)
+            outline = mapped(quad, np.linalg.inv(page.homography))  # reference px
+            again = self._read_line_again(page, outline)
             read, disagreement = _within(text, score, again)
             doubts = [disagreement] if disagreement is not None else []
             if disagreement is not None and spec.kind is FieldKind.code:
-                second = self._field(spec, again, quad)
+                second = self._field(spec, again, on_page)
                 if second.valid:  # the constrained reading of the line, sure of every digit
                     second.source = "fallback"
                     return second
-            late = outline[:, 0].min() / template.px_per_mm - spec.box.x  # mm into its box
+            late = outline[:, 0].min() / page.template.px_per_mm - spec.box.x  # mm into its box
             if spec.kind is FieldKind.name and late > NAME_START_MM:
                 doubts.append(f"{_LATE_START} {late:.0f} mm into its box: its start may be missing")
-        result = self._field(spec, read, quad)
+        result = self._field(spec, read, on_page)
         if doubts:
             result.errors.extend(doubts)
             result.valid = False
         result.source = "fallback"
         return result
 
-    def _read_line_again(
-        self, image: np.ndarray, homography: np.ndarray, template: Template, outline: np.ndarray
-    ) -> Recognition:
+    def _read_line_again(self, page: _Page, outline: np.ndarray) -> Recognition:
         """The page's line whose corners on the form are ``outline`` (reference px), cut out
-        upright on the form's axes (so an upside-down page reads the right way up), form ink
-        dropped, read by the engine."""
+        upright on the form's axes (so an upside-down page reads the right way up) and through
+        its bend, form ink dropped, read by the engine."""
         (x0, y0), (x1, y1) = outline.min(axis=0), outline.max(axis=0)
         pad = max(3.0, 0.25 * (y1 - y0))
         size = (max(1, round(x1 - x0 + 2 * pad)), max(1, round(y1 - y0 + 2 * pad)))
-        crop, _ = cut_out(image, homography, (x0 - pad, y0 - pad), size)
-        clean, _ = separate_ink(crop, template.px_per_mm)
+        crop, _ = cut_out(page.image, page.homography, (x0 - pad, y0 - pad), size, page.bend)
+        clean, _ = separate_ink(crop, page.template.px_per_mm)
         return self.engine.recognize([clean], [None])[0]
 
     def _field(self, spec: FieldSpec, read: Recognition, quad: np.ndarray | None) -> FieldResult:

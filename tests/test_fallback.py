@@ -10,14 +10,17 @@ import cv2
 import numpy as np
 import pytest
 
+from extractor.bend import Bend
 from extractor.fallback import (
     RIGHT_MM,
     ROW_MM,
     ReferenceLabels,
     beside_label,
+    flattened,
     lines_in_box,
     near_fields,
     rows_to_read,
+    unflattened,
 )
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.label_cache import reference_lines
@@ -191,6 +194,55 @@ def test_the_fallback_looks_for_a_field_where_the_page_prints_it() -> None:
     assert lines_in_box(printed, tax_id, template, np.eye(3), -4.0)[0] == "913201056195242039"
     settled = near_fields([name], template, np.eye(3), settled=[tax_id], down=-4.0)
     assert settled(printed[0].quad) and not settled(printed[1].quad)
+
+
+def test_the_lines_of_a_bent_page_are_looked_for_where_its_bend_puts_them() -> None:
+    """A page folded by 5%: left of the fold its rows lie 4 mm low once the homography has fitted
+    the halves. The total in words (价税合计, 92-99 mm) then lies in the seller's name box
+    (99-104 mm) as the form places it, and the fallback took it for the seller's name. The
+    lines flattened (the page's bend taken out) each lie in their own box, and a value's
+    outline is reported where it lies on the page."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    width, height = template.reference_size_px
+    grid = np.zeros((math.ceil(height / (8 * ppm)) + 1, math.ceil(width / (8 * ppm)) + 1))
+    bend = Bend(grid.astype(np.float32), (grid + 4 * ppm).astype(np.float32), 8 * ppm)
+    homography = np.array([[1.02, 0.01, 30.0], [-0.01, 0.98, 12.0], [0.0, 0.0, 1.0]])
+    printed = [  # reference px, then onto the bent page
+        TextLine(_across(ppm, 60, 110, 95.5), "捌拾肆元柒角肆分", 0.99),
+        TextLine(_across(ppm, 48, 100, 101.6), "禾维欣汽车销售服务有限公司", 0.99),
+    ]
+    on_page = []
+    for line in printed:
+        x, y = bend.moved(line.quad[None, :, 0], line.quad[None, :, 1])
+        quad = cv2.perspectiveTransform(np.stack([x, y], axis=-1), homography)[0]
+        on_page.append(TextLine(quad, line.text, line.score))
+    seller_name = template.field("seller_name")
+    assert lines_in_box(on_page, seller_name, template, homography)[0] == "捌拾肆元柒角肆分"
+    flat = flattened(on_page, homography, bend)
+    text, _, quad = lines_in_box(flat, seller_name, template, homography)
+    assert text == "禾维欣汽车销售服务有限公司"
+    assert np.abs(unflattened(quad, homography, bend) - on_page[1].quad).max() < 0.05
+
+
+def test_a_box_whose_lines_fail_together_gives_the_one_that_passes() -> None:
+    """The seller's seal repeats its tax id: full-page OCR reads the seal's line beside the
+    printed one, as surely, and the two together are no tax id. A name detected in two pieces
+    is still read whole."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    tax_id, name = template.field("seller_tax_id"), template.field("seller_name")  # 104.25, 99
+    row = [
+        TextLine(_across(ppm, 48, 90, 106.9), "91350102515373949Y", 0.99),
+        TextLine(_across(ppm, 100, 129, 106.5), "91350102515373949Y", 0.99),
+    ]
+    text, _, quad = lines_in_box(row, tax_id, template, np.eye(3))
+    assert text == "91350102515373949Y" and np.array_equal(quad, row[0].quad)
+    pieces = [
+        TextLine(_across(ppm, 48, 80, 101.6), "毅创业酒店管理", 0.99),
+        TextLine(_across(ppm, 82, 110, 101.6), "（福州）有限公司", 0.99),
+    ]
+    assert lines_in_box(pieces, name, template, np.eye(3))[0] == "毅创业酒店管理（福州）有限公司"
 
 
 def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt() -> None:

@@ -16,6 +16,7 @@ from extractor.pipeline import (
     Extractor,
     _fullpage_device,
     _mend_amounts,
+    _Page,
     _require_confirmation,
     _within,
 )
@@ -600,7 +601,7 @@ def test_a_name_line_the_fallback_finds_far_into_its_box_is_in_doubt(
     (crop,) = [c for c in crop_fields(image, homography, template) if c.spec is spec]
     name = truth(path)["pages"][0]["fields"]["seller_name"]
     assert name.endswith("有限公司")
-    page = (image, homography, template)
+    page = _Page(image, homography, template, None)
     whole = extractor._from_text(spec, (name, 0.99, crop.quad), page)
     assert whole is not None and (whole.value, whole.valid) == (name, True)
     # the line's last four characters of its len(name): the end of the same line
