@@ -237,6 +237,13 @@ def test_sum_rule_with_three_terms() -> None:
         ("重庆海新控股集团", True),
         ("厦门国际银行股份有限公司", True),
         ("华东医药合伙企业（有限合伙）", True),
+        ("大连市沙河口区第一中学210", False),  # the tax id below run into a bent page's crop
+        ("大连市沙河口区第一中学210204MA", False),
+        ("大连市沙河口区第一中学", True),
+        ("陆佰叁拾玖元贰角玖分", False),  # the total in words, printed above the seller's row
+        ("⊗壹佰肆拾叁元玖角陆分", False),
+        ("万达商业管理集团有限公司", True),  # everyday numerals and 万 are a name's
+        ("壹号餐饮管理有限公司", True),
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

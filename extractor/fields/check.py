@@ -44,6 +44,14 @@ def _code_errors(value: str) -> list[str]:
 
 
 _LONG_NUMBER = re.compile(r"\d{7,}")
+_CAPITAL_DIGITS = frozenset("零壹贰叁肆伍陆柒捌玖拾佰仟")
+"""Digits and units of an amount in capitals (大写金额): a name is written in everyday
+characters (一二三, 万达), and a 'name' of them is the total in words, printed above the
+seller's row, in its box (a page sagging or folded)."""
+_TRAILING_DIGITS = re.compile(r"[^\x00-\x7f](?=[A-Z]*[0-9])[0-9A-Z]{2,}$")
+"""Ideographs followed by a short run of digits and capitals at the end: the start of the tax id
+printed below, run into the name's line (a company's name ends in its legal form, a school's
+or shop's in a word)."""
 _FORM_LABELS = ("开户行", "账号", "地址", "电话", "识别号", "名称")
 """Words of the labels printed beside a buyer's or seller's name, never in a company's name."""
 _CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责|有限责任|股|股份|股份有|[限任份分]公)$")
@@ -58,12 +66,14 @@ def _name_errors(value: str) -> list[str]:
     glued on (two printed lines read as one); one with no letter at all is not a name; nor is
     one with a run of 7 digits or more (the address-and-phone line), a word of the form's
     labels (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that
-    ends inside its legal form (…有限公: a line found short)."""
+    ends inside its legal form (…有限公: a line found short), nor in a few digits after its
+    words (a tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three
+    or more, are an amount's capitals (:data:`_CAPITAL_DIGITS`)."""
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if _IDENTIFIER.fullmatch(value):
         return [f"{value!r} looks like an identifier, not text"]
-    if _GLUED_ID.fullmatch(value):
+    if _GLUED_ID.fullmatch(value) or _TRAILING_DIGITS.search(value):
         return [f"{value!r} ends with what looks like an identifier"]
     if _LONG_NUMBER.search(value):
         return [f"{value!r} holds a long number (a phone or account number?), not a name"]
@@ -72,6 +82,9 @@ def _name_errors(value: str) -> list[str]:
         return [f"{value!r} holds the form's label {label!r}, not a name"]
     if ":" in value or "：" in value:
         return [f"{value!r} holds a colon, the end of a label, not a name"]
+    capitals = sum(ch in _CAPITAL_DIGITS for ch in value)
+    if capitals >= 3 and 2 * capitals >= len(value):
+        return [f"{value!r} reads as an amount in capitals (the total in words?), not a name"]
     cut = _CUT_LEGAL_FORM.search(value)
     if cut:
         return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
