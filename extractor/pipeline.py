@@ -766,10 +766,10 @@ class Extractor:
     ) -> FieldResult | None:
         """A field from a line the full-page OCR found. Names and codes have no check digit,
         and full-page OCR gives one score per line, so their line is read again by the
-        constrained recogniser (``page``: where the line lies on the form): its per-character
-        confidences then count as on the ROI path, and a second reading that does not hold the
-        first flags the field. A name's line that starts well into its box holds only the
-        name's end."""
+        constrained recogniser (``page``: the image, its homography and bend, the template):
+        its per-character confidences then count as on the ROI path, and a second reading that
+        does not hold the first flags the field. A name's line that starts well into its box
+        holds only the name's end."""
         if found is None:
             return None
         text, score, quad = found
