@@ -81,20 +81,24 @@ def crop_fields(
     skip: Collection[str] = (),
     bend: Bend | None = None,
     down: float = 0.0,
+    printed_again: bool = False,
 ) -> list[Crop]:
     """Tight crops of every field of ``template`` but those named in ``skip`` from ``page``,
     in template order; through ``homography`` and, on a page that does not lie flat, its
     ``bend``; around the boxes moved ``down`` (reference px) where the page's data layer lies
-    (:func:`extractor.print_offset.print_offset`).
+    (:func:`extractor.print_offset.print_offset`). With ``printed_again``, the second prints
+    of the fields cut that the form prints twice follow them (:meth:`FieldSpec.again`: named
+    ``<field>.again``).
 
     Printers shift the whole data layer, so the vertical offset of the lines found is estimated
     over the fields cut (the median, robust to a field that latched onto its neighbour) and each
     field is tightened again around its box moved by that offset.
     """
+    specs = [spec for spec in template.fields if spec.name not in skip]
+    if printed_again:
+        specs += [again for spec in specs if (again := spec.again()) is not None]
     loose = [
-        _LooseCrop.cut(page, homography, template, spec, bend=bend, down=down)
-        for spec in template.fields
-        if spec.name not in skip
+        _LooseCrop.cut(page, homography, template, spec, bend=bend, down=down) for spec in specs
     ]
     ppm = template.px_per_mm
     first = [tighten(c.ink, c.core, ppm) for c in loose]

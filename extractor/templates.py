@@ -22,6 +22,9 @@ from extractor.errors import TemplateError, TemplateNotFoundError
 
 MM_PER_INCH = 25.4
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+AGAIN = ".again"
+"""A field's second print is named as the field with this after it (:meth:`FieldSpec.again`):
+no field of a template can be named so."""
 
 
 class FieldKind(StrEnum):
@@ -80,6 +83,12 @@ class FieldSpec(_Strict):
         description="How many decimals an amount is printed with: a reading with another count "
         "(a digit or the point lost to blur) is in doubt.",
     )
+    printed_again: Box | None = Field(
+        default=None,
+        description="Where the form prints the same value a second time (the national form's "
+        "code and number, small at its top-right corner): read too where the QR code does not "
+        "state the field, and the two readings checked against each other.",
+    )
 
     @field_validator("regex")
     @classmethod
@@ -96,6 +105,15 @@ class FieldSpec(_Strict):
         if self.decimals is not None and self.kind is not FieldKind.amount:
             raise ValueError(f"decimals applies to amounts, not to a field of kind {self.kind}")
         return self
+
+    def again(self) -> FieldSpec | None:
+        """The field's second print (:attr:`printed_again`) as a field of its own, named
+        ``<name>.again`` (:data:`AGAIN`), or None when the form prints it once."""
+        if self.printed_again is None:
+            return None
+        return self.model_copy(
+            update={"name": self.name + AGAIN, "box": self.printed_again, "printed_again": None}
+        )
 
 
 class SumRule(_Strict):
@@ -168,17 +186,17 @@ class Template(_Strict):
         if dupes:
             raise ValueError(f"duplicate field names: {', '.join(dupes)}")
         for f in self.fields:
-            b = f.box
-            if (
-                b.x < 0
-                or b.y < 0
-                or b.x + b.w > self.page.width_mm
-                or b.y + b.h > self.page.height_mm
-            ):
-                raise ValueError(
-                    f"field {f.name!r}: box {b.as_list()} lies outside the "
-                    f"{self.page.width_mm} x {self.page.height_mm} mm page"
-                )
+            for what, b in (("box", f.box), ("printed_again", f.printed_again)):
+                if b is not None and (
+                    b.x < 0
+                    or b.y < 0
+                    or b.x + b.w > self.page.width_mm
+                    or b.y + b.h > self.page.height_mm
+                ):
+                    raise ValueError(
+                        f"field {f.name!r}: {what} {b.as_list()} lies outside the "
+                        f"{self.page.width_mm} x {self.page.height_mm} mm page"
+                    )
         known = set(names)
         for rule in self.rules:
             used = [*rule.terms, rule.equals] if isinstance(rule, SumRule) else rule.fields
