@@ -1419,6 +1419,8 @@ def _check_second_prints(
         if field is None or again is None or not again.valid or field.source == "qr":
             continue
         value, other = field.value or "", str(again.value)
+        if len(other) < len(value):  # cut off (a 12-digit code read as a valid 10)
+            continue
         if value == other:
             _confirm(field, "confirmed by its second print")
         elif not field.valid or (value and other.startswith(value)):

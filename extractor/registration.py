@@ -122,7 +122,7 @@ class Reference:
 
     @cached_property
     def labels(self) -> np.ndarray:
-        """Where the form prints its own text (labels, titles) outside every field's box, at
+        """Where the form prints its own text (labels, titles) outside every field's boxes, at
         reference px, widened by the registration tolerance: a piece of ink lying there on a
         page is the form's, not data (:func:`extractor.crops.separate_ink`). Ruled lines and
         seals are left out: the crops handle rules themselves, and a print's decimal point may
@@ -136,8 +136,9 @@ class Reference:
         ppm = template.px_per_mm
         ink = binarize(gray)
         ink[(ruling(gray, ppm) > 0) | seal_mask(image)] = 0
-        for spec in template.fields:
-            box = spec.box
+        boxes = [spec.box for spec in template.fields]
+        boxes += [spec.printed_again for spec in template.fields if spec.printed_again]
+        for box in boxes:  # a sample's data, where the reference is one
             x0, y0 = max(0, round(box.x * ppm)), max(0, round(box.y * ppm))
             ink[y0 : round((box.y + box.h) * ppm), x0 : round((box.x + box.w) * ppm)] = 0
         return cv2.dilate(ink, _tolerance_kernel(ppm)) > 0

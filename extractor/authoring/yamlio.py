@@ -32,6 +32,7 @@ FIELD_ORDER = (
     "name",
     "label",
     "box",
+    "printed_again",
     "kind",
     "allowlist",
     "regex",

@@ -312,6 +312,7 @@ function templateForServer() {
     if (f.required === false) out.required = false;
     if (f.lines && f.lines !== 1) out.lines = f.lines;
     if (f.decimals != null && out.kind === "amount") out.decimals = f.decimals;
+    if (f.printed_again) out.printed_again = f.printed_again; // kept as the template had it
     return out;
   });
   if (!t.rules || !t.rules.length) delete t.rules;
