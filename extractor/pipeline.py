@@ -1409,8 +1409,8 @@ def _check_second_prints(
     """The fields the form prints twice (:attr:`FieldSpec.printed_again`: the national form's
     code and number, small at its top-right corner too) against their second print's reading
     (``found[<field>.again]``), in place. Where the second print reads valid: the same value
-    confirms a reading in doubt; a reading that fails its checks or is in doubt, or that the
-    second print holds with more digits at its end (the first print cut off at the page's
+    confirms a reading in doubt; a reading that fails its checks or is in doubt, or that is
+    the second print with digits lost at either end (the first print cut off at the page's
     edge), takes the second print's value; a valid reading of another value of the same length
     is flagged (two prints disagree: a person looks). A second print that reads in doubt, not
     at all, or shorter (cut off: it lies near the page's edge) changes nothing."""
@@ -1423,13 +1423,18 @@ def _check_second_prints(
             continue
         if value == other:
             _confirm(field, "confirmed by its second print")
-        elif not field.valid or (value and other.startswith(value)):
+        elif not field.valid or (value and _cut_from(value, other)):
             read = f"{field.raw!r}" if field.raw else "nothing"
             fields[spec.name] = again.model_copy(
                 update={"note": f"read from its second print: its box read {read}"}
             )
         elif len(value) == len(other):
             _flag(field, f"its second print reads {other}")
+
+
+def _cut_from(value: str, whole: str) -> bool:
+    """Whether ``value`` is ``whole`` with characters lost at its start or its end."""
+    return len(value) < len(whole) and (whole.startswith(value) or whole.endswith(value))
 
 
 def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:

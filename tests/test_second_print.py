@@ -101,6 +101,11 @@ def test_a_second_print_confirms_mends_or_flags_the_first() -> None:
     assert doubted.note == "read from its second print: its box read '50837730'"
     cut = _checked(_read("508377", False, ("does not match ^\\d{8}$",)), _read("50837780"))
     assert (cut.value, cut.valid) == ("50837780", True)
+    # a 12-digit code whose box, cut at the left, reads a valid 10 digits: its end
+    whole = _read("144031900111")
+    left_cut = _checked(_read("4031900111"), whole, name="invoice_code")
+    assert (left_cut.value, left_cut.valid) == ("144031900111", True)
+    assert left_cut.note == "read from its second print: its box read '4031900111'"
     # two valid prints that disagree: a person looks
     other = _checked(_read("50837780"), _read("50837730"))
     assert other.value == "50837780" and not other.valid
