@@ -1542,9 +1542,28 @@ def _cross_check(
     _mend_words(template, fields)
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
+    _flag_dates_read_as_codes(template, fields)
     _cross_check_qr(stated, fields)
     if parties is not None:
         _check_parties(template, parties, fields)
+
+
+def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]) -> None:
+    """A code that reads as a date field's digits (the national form prints 开票日期 just
+    below the invoice number: a crop that slid onto it, on a page bent or aligned by its
+    labels, reads ``20230525`` under the digits' allowlist, which passes as a number) is
+    flagged, in place: no invoice's number is its own date but by a chance of about one in a
+    hundred million. The QR code's values are left alone."""
+
+    def read(kind: FieldKind) -> dict[str, FieldResult]:
+        kept = ((spec.name, fields.get(spec.name)) for spec in template.fields if spec.kind is kind)
+        return {name: field for name, field in kept if field is not None and field.value}
+
+    dates = {name: str(date.value).replace("-", "") for name, date in read(FieldKind.date).items()}
+    for field in read(FieldKind.code).values():
+        for date, digits in dates.items():
+            if field.value == digits and field.source != "qr":
+                _flag(field, f"reads as {date}'s digits: its crop may hold the date")
 
 
 def _bounds(quad: np.ndarray) -> list[float]:

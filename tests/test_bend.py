@@ -192,3 +192,23 @@ def test_another_form_is_not_bent_into_a_match() -> None:
     for name in ("light/vat_invoice_0015.jpg", "medium/vat_invoice_0030.jpg"):
         alignment = register(cv2.imread(str(FIXTURES / name)), template)
         assert alignment.bend is None and alignment.score < 0.65, name
+
+
+def test_a_number_read_from_the_date_below_it_is_flagged() -> None:
+    """medium/vat_invoice_0034 sagging by 8% of its height: too bent to register by its frame,
+    the page is aligned by its printed labels, and the invoice number's crop slides onto the
+    开票日期 printed below it, whose eight digits the digits' allowlist reads as 20230525: a
+    valid number, but the date's."""
+    from extractor.pipeline import Extractor
+
+    path = FIXTURES / "medium" / "vat_invoice_0034.jpg"
+    page = sagged(cv2.imread(str(path)).astype(np.float32), 0.08)  # as bench.bends bends it
+    _, jpeg = cv2.imencode(
+        ".jpg", page.clip(0, 255).astype(np.uint8), [cv2.IMWRITE_JPEG_QUALITY, 80]
+    )
+    (result,) = Extractor().extract(jpeg.tobytes(), "vat_invoice").pages
+    expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+    date, number = result.fields["issue_date"], result.fields["invoice_number"]
+    assert date.valid and date.value == expected["pages"][0]["fields"]["issue_date"] == "2023-05-25"
+    assert number.value == "20230525" and not number.valid
+    assert number.errors == ["reads as issue_date's digits: its crop may hold the date"]

@@ -14,6 +14,7 @@ from extractor.engines import Recognition, get_engine
 from extractor.fields import check_value
 from extractor.pipeline import (
     Extractor,
+    _flag_dates_read_as_codes,
     _fullpage_device,
     _mend_amounts,
     _Page,
@@ -1022,3 +1023,20 @@ def test_pages_read_together_read_as_each_alone(extractor: Extractor) -> None:
         )
         if c.spec.kind is not FieldKind.name and not engine._sure(r)
     )
+
+
+def test_a_code_read_as_the_date_is_flagged_unless_the_qr_code_states_it() -> None:
+    """(tests/test_bend.py reads such a number on a bent page.)"""
+    template = TemplateStore().get("vat_invoice")
+
+    def read(value: str, source: str = "roi") -> FieldResult:
+        return FieldResult(value=value, raw=value, confidence=0.99, valid=True, source=source)
+
+    fields = {"issue_date": read("2023-05-25"), "invoice_number": read("20230525")}
+    fields["check_code"] = read("20230525000000000000")
+    _flag_dates_read_as_codes(template, fields)
+    assert not fields["invoice_number"].valid and fields["issue_date"].valid
+    assert fields["check_code"].valid  # the date's digits are not the whole code
+    fields["invoice_number"] = read("20230525", source="qr")
+    _flag_dates_read_as_codes(template, fields)
+    assert fields["invoice_number"].valid
