@@ -227,7 +227,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
-    ex = sub.add_parser("extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF)")
+    ex = sub.add_parser(
+        "extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF, HEIC, WebP, AVIF)"
+    )
     ex.add_argument("files", nargs="+", metavar="FILE")
     ex.add_argument(
         "--template",

@@ -1,4 +1,5 @@
-"""Inputs: PDF, PNG, JPEG and TIFF documents, from a path or bytes, as a stream of page images.
+"""Inputs: PDF, PNG, JPEG and TIFF documents, and photos as phones and browsers save them (HEIC,
+WebP, AVIF), from a path or bytes, as a stream of page images.
 
 The type is told by the file's magic bytes, never by its name. Anything unreadable raises an
 :class:`~extractor.errors.InputError` subclass with a message a person can act on.
@@ -6,6 +7,7 @@ The type is told by the file's magic bytes, never by its name. Anything unreadab
 
 from __future__ import annotations
 
+import functools
 import io
 import warnings
 import zipfile
@@ -47,7 +49,18 @@ MEDIA_TYPES = {
     "png": "image/png",
     "jpeg": "image/jpeg",
     "tiff": "image/tiff",
+    "heic": "image/heic",
+    "webp": "image/webp",
+    "avif": "image/avif",
 }
+_HEIC_BRANDS = frozenset({b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx", b"hevm", b"hevs"})
+"""ISO base media brands of HEIF stills and sequences in HEVC (an iPhone's photos: heic)."""
+_AVIF_BRANDS = frozenset({b"avif", b"avis"})
+_HEIF_BRANDS = frozenset({b"mif1", b"msf1"})
+"""Any HEIF's brands, whatever its codec: an AVIF lists them too, beside its own."""
+PHOTO_KINDS = {"heic": "HEIC", "webp": "WebP", "avif": "AVIF"}
+"""Photos' kinds and their names as printed: decoded with Pillow (HEIC through the pillow-heif
+plugin, whose wheel ships libheif and its HEVC decoder), their orientation applied."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +120,36 @@ def sniff(data: bytes) -> str:
             return kind
     if b"%PDF-" in head:  # PDFs may carry junk before the header
         return "pdf"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "webp"
+    heif = _heif_kind(head)
+    if heif is not None:
+        return heif
     if _is_ofd(data):
         raise UnsupportedInputError(
             "an OFD document (GB/T 33190, the 数电票's other format) is not supported: download "
             "the invoice as PDF (the tax platform issues both, with the same text), or as an image"
         )
     raise UnsupportedInputError(
-        "unsupported file type: expected a PDF, PNG, JPEG or TIFF (judged by content, not name)"
+        "unsupported file type: expected a PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF (judged by "
+        "content, not name)"
     )
+
+
+def _heif_kind(head: bytes) -> str | None:
+    """'heic' or 'avif' for an ISO base media file (its ``ftyp`` box first) of a HEIF brand: the
+    major brand names the codec, else a compatible one does; a HEIF naming neither is taken
+    for HEVC (libheif says if it is not). Other ftyp files (MP4 videos) are neither."""
+    if len(head) < 12 or head[4:8] != b"ftyp":
+        return None
+    end = min(int.from_bytes(head[:4], "big"), len(head))
+    brands = {head[8:12]} | {head[i : i + 4] for i in range(16, end - 3, 4)}
+    for named in ({head[8:12]}, brands):
+        if named & _AVIF_BRANDS:
+            return "avif"
+        if named & _HEIC_BRANDS:
+            return "heic"
+    return "heic" if brands & _HEIF_BRANDS else None
 
 
 def _is_ofd(data: bytes) -> bool:
@@ -231,6 +266,8 @@ def to_bgr8(image: np.ndarray) -> np.ndarray:
 
 
 def _decode_image(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
+    if kind in PHOTO_KINDS:
+        return _decode_photo(data, kind, max_pixels)
     size = _image_header_size(data, kind)
     if size is None:
         size = _pil_size(data)
@@ -249,6 +286,42 @@ def _decode_image(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
             f"the {kind.upper()} image is corrupt or truncated and cannot be decoded"
         )
     return to_bgr8(image) if alpha else image
+
+
+def _decode_photo(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
+    """A HEIC, WebP or AVIF photo as 8-bit BGR, turned as its orientation says (HEIF applies its
+    own transforms on decoding; the others' EXIF orientation is applied here), 10- and 12-bit
+    HEIC reduced to 8, alpha composited on white paper."""
+    from PIL import Image, ImageOps
+
+    if kind == "heic":
+        _register_heif()
+    name = PHOTO_KINDS[kind]
+    size = _pil_size(data)
+    if size is None:
+        raise CorruptInputError(f"the {name} image is corrupt and cannot be decoded")
+    _check_pixels(*size, max_pixels, "the image")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with Image.open(io.BytesIO(data)) as opened:
+                image = ImageOps.exif_transpose(opened)
+                alpha = "A" in image.getbands() or "transparency" in image.info
+                pixels = np.asarray(image.convert("RGBA" if alpha else "RGB"))
+    except Exception as exc:  # the decoders raise OSError, ValueError, SyntaxError...
+        raise CorruptInputError(
+            f"the {name} image is corrupt or truncated and cannot be decoded: {str(exc).strip()}"
+        ) from exc
+    bgr = cv2.cvtColor(pixels, cv2.COLOR_RGBA2BGRA if alpha else cv2.COLOR_RGB2BGR)
+    return to_bgr8(bgr) if alpha else bgr
+
+
+@functools.cache
+def _register_heif() -> None:
+    """Pillow's HEIF opener (pillow-heif), registered once per process."""
+    from pillow_heif import register_heif_opener
+
+    register_heif_opener()
 
 
 def _pil_size(data: bytes) -> tuple[int, int] | None:

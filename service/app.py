@@ -173,11 +173,12 @@ async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[b
     "/extract",
     summary="Extract a template's fields from one document",
     description=(
-        "The document (PDF, PNG, JPEG or TIFF, judged by its content) is either the multipart "
-        "part `file` or the raw request body with its own content type. Returns one result per "
-        "page. `fallback`: `auto` (default) runs full-page OCR when a page does not match its "
-        "template or a required field fails validation, `always` runs it on every page, `never` "
-        "keeps to the template path; each field's `source` says which path produced it."
+        "The document (PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF, judged by its content) is either "
+        "the multipart part `file` or the raw request body with its own content type. Returns one "
+        "result per page. `fallback`: `auto` (default) runs full-page OCR when a page does not "
+        "match its template or a required field fails validation, `always` runs it on every "
+        "page, `never` keeps to the template path; each field's `source` says which path "
+        "produced it."
     ),
     status_code=200,
     tags=["extract"],

@@ -68,6 +68,37 @@ def jpeg_header_bomb(width: int = 60000, height: int = 60000, junk: bool = False
     return bytes(data)
 
 
+def photo(kind: str, image: np.ndarray | None = None) -> bytes:
+    """A real small HEIC, WebP or AVIF (BGR ``image``; a grey 60 x 40 one by default)."""
+    from pillow_heif import register_heif_opener
+
+    register_heif_opener()
+    pixels = np.full((40, 60, 3), 200, np.uint8) if image is None else image
+    out = io.BytesIO()
+    Image.fromarray(cv2.cvtColor(pixels, cv2.COLOR_BGR2RGB)).save(out, format=kind)
+    return out.getvalue()
+
+
+def heic_header_bomb(width: int = 60000, height: int = 60000) -> bytes:
+    """A real small HEIC whose coded image claims ``width`` x ``height`` (its ``ispe`` box)."""
+    data = bytearray(photo("HEIF"))
+    ispe = data.find(b"ispe")
+    data[ispe + 8 : ispe + 12] = width.to_bytes(4, "big")
+    data[ispe + 12 : ispe + 16] = height.to_bytes(4, "big")
+    return bytes(data)
+
+
+def webp_header_bomb(width: int = 16384, height: int = 16384) -> bytes:
+    """A real small WebP whose extended header (VP8X) claims a ``width`` x ``height`` canvas."""
+    out = io.BytesIO()
+    Image.new("RGBA", (60, 40), (200, 200, 200, 128)).save(out, format="WEBP")  # alpha: VP8X
+    data = bytearray(out.getvalue())
+    assert data[12:16] == b"VP8X", data[12:16]
+    data[24:27] = (width - 1).to_bytes(3, "little")
+    data[27:30] = (height - 1).to_bytes(3, "little")
+    return bytes(data)
+
+
 def tiff(
     sizes: list[tuple[int, int]], *, loop_to: int | None = None, deflate: bool = False
 ) -> bytes:
@@ -217,6 +248,9 @@ BOMBS: dict[str, tuple[Callable[[], bytes], str]] = {
     "pdf_mediabox_1e40_pt": (lambda: pdf_page("0 0 1e40 1e40"), "ok"),
     "pdf_page_count_2e9": (lambda: pdf_page(count=2_000_000_000), "CorruptInputError"),
     "pdf_5000_pages": (lambda: pdf_blank(5000), "TooLargeInputError"),
+    # libheif refuses it (its own limit on a coded image's size) before allocating anything
+    "heic_60000x60000_coded_image": (heic_header_bomb, "CorruptInputError"),
+    "webp_16384x16384_canvas": (webp_header_bomb, "TooLargeInputError"),
 }
 
 ODD: dict[str, tuple[Callable[[], bytes], str]] = {
@@ -239,6 +273,13 @@ ODD: dict[str, tuple[Callable[[], bytes], str]] = {
     "pdf_encrypted_owner_password_only": (lambda: pdf_encrypted(None), "ok"),
     "pdf_truncated_to_100_bytes": (lambda: MULTIPAGE_PDF.read_bytes()[:100], "CorruptInputError"),
     "tiff_truncated_strips": (lambda: tiff([(64, 64)]), "CorruptInputError"),
+    "heic_truncated": (lambda: photo("HEIF")[:300], "CorruptInputError"),
+    "webp_truncated": (lambda: photo("WEBP")[:40], "CorruptInputError"),
+    "avif_truncated": (lambda: photo("AVIF")[:200], "CorruptInputError"),
+    "mp4_video": (
+        lambda: b"\x00\x00\x00\x18ftypisom\x00\x00\x02\x00isomiso2" + bytes(64),
+        "UnsupportedInputError",
+    ),
 }
 
 

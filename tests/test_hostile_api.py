@@ -95,6 +95,8 @@ HOSTILE_OVER_HTTP = {
     ),
     "pdf_6_pages_over_limit_5": (lambda: h.pdf_blank(6), 422, "document_too_large"),
     "zero_bytes": (lambda: b"", 422, "corrupt_document"),
+    "heic_truncated": (lambda: h.photo("HEIF")[:300], 422, "corrupt_document"),
+    "webp_16384x16384_canvas": (h.webp_header_bomb, 422, "document_too_large"),
     "text_named_pdf": (lambda: b"just text", 415, "unsupported_media_type"),
     "ofd_package": (lambda: h.zipped("OFD.xml", "Doc_0/Doc.xml"), 415, "unsupported_media_type"),
     "png_over_body_limit": (lambda: b"\x89PNG\r\n\x1a\n" + b"\0" * (5 << 20), 413, "too_large"),

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from extractor.errors import InputError
 
-DOCUMENT_SUFFIXES = frozenset({".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff"})
+DOCUMENT_SUFFIXES = frozenset(
+    {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".heic", ".heif", ".webp", ".avif"}
+)
 _HASH_CHUNK = 1 << 20
 
 
