@@ -68,7 +68,7 @@ from extractor.parties import (
 )
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
-from extractor.registration import Alignment, register
+from extractor.registration import Alignment, another_form, form_outline, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import (
     AGAIN,
@@ -175,6 +175,9 @@ class PreparedPage:
         registered)."""
         return self.down / self.template.px_per_mm
 
+    another: list[float] | None = None
+    """Where another form of the template lies on the page, beside this one (page px: x, y,
+    width, height), or None: it is not read, and the page is marked for review."""
     repeats: dict[str, str] = dataclasses.field(default_factory=dict)
     """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
     the total in words, the total), which the page's other readings confirm
@@ -376,6 +379,8 @@ class Extractor:
             prepared = PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
             prepared.template_scores, prepared.lines = scores, lines
             return prepared
+        with _timed(timings, "register"):
+            another = another_form(image, chosen, alignment)
         with _timed(timings, "crop"):
             qr = read_qr(image, alignment.homography, chosen)
             stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
@@ -386,6 +391,8 @@ class Extractor:
         prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
         prepared.template_scores = scores
         prepared.stated, prepared.down = stated, down
+        if another is not None and another.homography is not None:
+            prepared.another = _bounds(form_outline(chosen, another.homography))
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -1587,11 +1594,19 @@ def _conclude(
     template = prepared.template
     with _timed(prepared.timings, "validate"):
         _cross_check(template, prepared.qr, fields, parties)
+    alignment = prepared.alignment
+    message = alignment.reason
+    if prepared.another is not None:
+        message = (
+            f"another {template.name} form lies on the page at {prepared.another} px (x, y, "
+            "width, height) and was not read: send each invoice as a page of its own"
+        )
     if registration is None:
         status = "unmatched"
+    elif all(f.valid for f in fields.values()) and prepared.another is None:
+        status = "ok"
     else:
-        status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
-    alignment = prepared.alignment
+        status = "needs_review"
     return PageResult(
         page=prepared.index + 1,
         template=template.name,
@@ -1600,7 +1615,7 @@ def _conclude(
         registration=registration,
         match_score=alignment.score,
         rotation_deg=alignment.rotation_deg,
-        message=alignment.reason,
+        message=message,
         fields=fields,
         qr=prepared.qr,
         template_scores=prepared.template_scores,

@@ -30,6 +30,9 @@ from extractor.templates import Template
 PAGE_WORK_SIDE = 1200  # long side, in px, of the downscaled page the frame is searched on
 MIN_FRAME_FRACTION = 0.08  # a frame covers at least this share of the page's bounding area
 CANDIDATES = 3
+BESIDE_FRACTION = 0.5
+"""A piece of ink outside the frame matched whose bounding box is at least this share of the
+frame's may be another form (two invoices photographed or scanned together)."""
 SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well ends the search
 SEAL_MIN_VALUE = 60
 """HSV value (0-255) a seal's ink stays above: of the seal pixels found on the 168 fixture and
@@ -77,6 +80,9 @@ class Alignment:
     on_form: np.ndarray | None = None
     """The page's ink (:func:`binarize`) warped onto the reference (its working px), the bend
     taken out."""
+    beside: bool = False
+    """Whether the page holds another piece of ruled ink the size of the frame matched, outside
+    it (a second form on the page?  :func:`another_form` looks)."""
 
 
 class Reference:
@@ -417,6 +423,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     )
     homography /= homography[2, 2]
     matched = score >= template.registration.match_threshold
+    beside = matched and _beside(candidates, candidate, np.linalg.inv(to_ref), ref)
     return Alignment(
         matched=matched,
         score=round(float(score), 4),
@@ -428,7 +435,55 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         f"{template.registration.match_threshold:.2f}",
         bend=bend,
         on_form=on_form,
+        beside=beside,
     )
+
+
+def another_form(page: np.ndarray, template: Template, alignment: Alignment) -> Alignment | None:
+    """Another copy of ``template``'s form on ``page``, beside the one ``alignment`` found
+    (:attr:`Alignment.beside`): the page registered again with that one painted over in white
+    (its outline and a margin), or None. Only pages holding such a piece pay for it."""
+    if not alignment.beside or alignment.homography is None:
+        return None
+    corners = form_outline(template, alignment.homography, BESIDE_MARGIN_MM)
+    rest = page.copy()
+    white = (255,) * rest.shape[2] if rest.ndim == 3 else 255
+    cv2.fillConvexPoly(rest, np.round(corners).astype(np.int32), white)
+    again = register(rest, template)
+    return again if again.matched else None
+
+
+def form_outline(template: Template, homography: np.ndarray, margin_mm: float = 0.0) -> np.ndarray:
+    """The corners of ``template``'s page, ``margin_mm`` outside it, on the page (4 x 2 page px,
+    through ``homography``)."""
+    w, h = template.reference_size_px
+    m = margin_mm * template.px_per_mm
+    corners = np.array([[[-m, -m], [w + m, -m], [w + m, h + m], [-m, h + m]]], np.float64)
+    return cv2.perspectiveTransform(corners, homography)[0]
+
+
+BESIDE_MARGIN_MM = 5.0
+"""How far round a form found its outline is painted over before another is looked for: the
+form's margin, the print outside its frame."""
+
+
+def _beside(
+    candidates: list[Candidate], chosen: Candidate, to_page: np.ndarray, ref: Reference
+) -> bool:
+    """Whether a candidate piece other than ``chosen`` lies outside the reference's frame on
+    the page (``to_page``: reference work px -> page work px) and is nearly as large."""
+    quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
+    frame = cv2.boundingRect(quad.astype(np.float32))
+    area = frame[2] * frame[3]
+    for candidate in {id(c.piece): c for c in candidates}.values():
+        if candidate.piece is chosen.piece:
+            continue
+        x, y, w, h = cv2.boundingRect(candidate.piece.astype(np.uint8))
+        centre = (float(x + w / 2), float(y + h / 2))
+        outside = cv2.pointPolygonTest(quad.astype(np.float32), centre, False) < 0
+        if outside and w * h >= BESIDE_FRACTION * area:
+            return True
+    return False
 
 
 class _Overlay(NamedTuple):

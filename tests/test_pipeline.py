@@ -1040,3 +1040,24 @@ def test_a_code_read_as_the_date_is_flagged_unless_the_qr_code_states_it() -> No
     fields["invoice_number"] = read("20230525", source="qr")
     _flag_dates_read_as_codes(template, fields)
     assert fields["invoice_number"].valid
+
+
+def test_a_second_invoice_on_the_page_is_not_passed_over(extractor: Extractor) -> None:
+    """Two invoices photographed or scanned together, side by side: the page reads one of them
+    and says where the other lies, marked for review, rather than dropping it unsaid."""
+    left, right = FIXTURES / "clean/vat_invoice_0001.jpg", FIXTURES / "light/vat_invoice_0015.jpg"
+    a = cv2.imread(str(left))
+    b = cv2.resize(cv2.imread(str(right)), (a.shape[1], a.shape[0]))
+    gap = 40
+    page = np.full((a.shape[0] + 2 * gap, 2 * a.shape[1] + 3 * gap, 3), 255, np.uint8)
+    page[gap : gap + a.shape[0], gap : gap + a.shape[1]] = a
+    page[gap : gap + a.shape[0], 2 * gap + a.shape[1] : 2 * gap + 2 * a.shape[1]] = b
+    (result,) = extractor.extract(cv2.imencode(".jpg", page)[1].tobytes(), "vat_invoice").pages
+    assert result.status == "needs_review" and all(f.valid for f in result.fields.values())
+    got = {name: f.value for name, f in result.fields.items()}
+    assert got == truth(left)["pages"][0]["fields"]  # the first one the frame search meets
+    assert result.message is not None and "another vat_invoice form" in result.message
+    x, y, w, h = (float(v) for v in re.findall(r"[\d.]+", result.message.split("[")[1])[:4])
+    # where b lies: the right half, as large as the scan it was cut from (its margins cut)
+    assert a.shape[1] + gap < x < 2 * gap + a.shape[1] + 60 and 0.9 < w / a.shape[1] < 1.1
+    assert 0 <= y < 2 * gap and 0.9 < h / a.shape[0] < 1.1
