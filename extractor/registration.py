@@ -33,6 +33,9 @@ CANDIDATES = 3
 BESIDE_FRACTION = 0.5
 """A piece of ink outside the frame matched whose bounding box is at least this share of the
 frame's may be another form (two invoices photographed or scanned together)."""
+BESIDE_MARGIN_MM = 5.0
+"""How far round a form found its outline is painted over before another is looked for: the
+form's margin, the print outside its frame."""
 SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well ends the search
 SEAL_MIN_VALUE = 60
 """HSV value (0-255) a seal's ink stays above: of the seal pixels found on the 168 fixture and
@@ -462,16 +465,12 @@ def form_outline(template: Template, homography: np.ndarray, margin_mm: float = 
     return cv2.perspectiveTransform(corners, homography)[0]
 
 
-BESIDE_MARGIN_MM = 5.0
-"""How far round a form found its outline is painted over before another is looked for: the
-form's margin, the print outside its frame."""
-
-
 def _beside(
     candidates: list[Candidate], chosen: Candidate, to_page: np.ndarray, ref: Reference
 ) -> bool:
     """Whether a candidate piece other than ``chosen`` lies outside the reference's frame on
-    the page (``to_page``: reference work px -> page work px) and is nearly as large."""
+    the page (``to_page``: reference work px -> page work px) with a bounding box at least
+    :data:`BESIDE_FRACTION` of the frame's."""
     quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
     frame = cv2.boundingRect(quad.astype(np.float32))
     area = frame[2] * frame[3]
