@@ -10,7 +10,8 @@ from extractor.result import DocumentResult, FieldResult, PageResult
 
 
 def page_table(result: PageResult, file: str) -> Table:
-    title = f"{file} — page {result.page} — {result.template} — {result.status}"
+    form = f" (form {result.form})" if result.form > 1 else ""
+    title = f"{file} — page {result.page}{form} — {result.template} — {result.status}"
     caption = f"match score {result.match_score:.2f}"
     if result.message:
         caption += f" — {result.message}"

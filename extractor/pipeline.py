@@ -68,7 +68,7 @@ from extractor.parties import (
 )
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
-from extractor.registration import Alignment, another_form, form_outline, register
+from extractor.registration import Alignment, form_outline, forms_beside, register
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import (
     AGAIN,
@@ -175,9 +175,12 @@ class PreparedPage:
         registered)."""
         return self.down / self.template.px_per_mm
 
-    another: list[float] | None = None
-    """Where another form of the template lies on the page, beside this one (page px: x, y,
-    width, height), or None: it is not read, and the page is marked for review."""
+    form: int = 1
+    """Which of the forms on the page this is (:func:`~extractor.registration.forms_beside`:
+    invoices photographed or scanned together), 1 for the first found."""
+    others: list[PreparedPage] = dataclasses.field(default_factory=list)
+    """The page's other forms (``form`` 2, 3...), each prepared as a page of its own: callers
+    recognise and finish them with this one (:meth:`Extractor.extract_page`)."""
     repeats: dict[str, str] = dataclasses.field(default_factory=dict)
     """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
     the total in words, the total), which the page's other readings confirm
@@ -290,7 +293,7 @@ class Extractor:
                 page = next(stream, None)
             if page is None:
                 break
-            results.append(self.extract_page(page, tpl, timings))
+            results.extend(self.extract_page(page, tpl, timings))
         document = DocumentResult(
             file=name or label,
             template=tpl.name if tpl is not None else AUTO,
@@ -310,15 +313,20 @@ class Extractor:
 
     def extract_page(
         self, page: Page, template: Template | None, timings: Timings | None = None
-    ) -> PageResult:
-        """Every stage for one page. Callers that batch recognition across pages or requests
-        use :meth:`prepare` and :meth:`finish` around their own ``engine.recognize`` call."""
+    ) -> list[PageResult]:
+        """Every stage for one page: a result for each form on it (one, but where invoices were
+        photographed or scanned together). Callers that batch recognition across pages or
+        requests use :meth:`prepare` and :meth:`finish` around their own recognition, for a
+        prepared page and its :attr:`PreparedPage.others`."""
         prepared = self.prepare(page, template, timings or Timings())
         if isinstance(prepared, PageResult):
-            return prepared
+            return [prepared]
+        forms = [prepared, *prepared.others]
         with _timed(prepared.timings, "recognize"):
-            (reads,) = self.recognize([prepared])
-        return self.finish(prepared, reads)
+            reads = self.recognize(forms)
+        return [
+            self.finish(form, form_reads) for form, form_reads in zip(forms, reads, strict=True)
+        ]
 
     def prepare(
         self,
@@ -380,19 +388,41 @@ class Extractor:
             prepared.template_scores, prepared.lines = scores, lines
             return prepared
         with _timed(timings, "register"):
-            another = another_form(image, chosen, alignment)
+            forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
+        # the page's decoding and registration are timed on the first form's timings
+        cut = [
+            self._cut(
+                page.index, image, chosen, form, timings if n == 1 else Timings(), keep, mode, n
+            )
+            for n, form in enumerate(forms, start=1)
+        ]
+        prepared = cut[0]
+        prepared.template_scores, prepared.others = scores, cut[1:]
+        return prepared
+
+    def _cut(
+        self,
+        index: int,
+        image: np.ndarray,
+        template: Template,
+        alignment: Alignment,
+        timings: Timings,
+        keep: np.ndarray | None,
+        mode: FallbackMode,
+        form: int = 1,
+    ) -> PreparedPage:
+        """The crops of the form ``alignment`` found on the page (``form``: which, of the forms
+        on it), its QR code read and its print offset found: a page ready for recognition."""
+        assert alignment.homography is not None
         with _timed(timings, "crop"):
-            qr = read_qr(image, alignment.homography, chosen)
-            stated = _stated(chosen, qr) if qr is not None and not self.check_print else {}
+            qr = read_qr(image, alignment.homography, template)
+            stated = _stated(template, qr) if qr is not None and not self.check_print else {}
             on_form = alignment.on_form
-            down = print_offset(on_form, chosen) if on_form is not None else 0.0
+            down = print_offset(on_form, template) if on_form is not None else 0.0
             homography, bend = alignment.homography, alignment.bend
-            crops = crop_fields(image, homography, chosen, stated, bend, down, printed_again=True)
-        prepared = PreparedPage(page.index, chosen, alignment, crops, timings, qr, keep, mode)
-        prepared.template_scores = scores
-        prepared.stated, prepared.down = stated, down
-        if another is not None and another.homography is not None:
-            prepared.another = _bounds(form_outline(chosen, another.homography))
+            crops = crop_fields(image, homography, template, stated, bend, down, printed_again=True)
+        prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
+        prepared.stated, prepared.down, prepared.form = stated, down, form
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -1573,6 +1603,18 @@ def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]
                 _flag(field, f"reads as {date}'s digits: its crop may hold the date")
 
 
+def _reading_order(template: Template, forms: list[Alignment]) -> list[Alignment]:
+    """The forms found on a page (their alignments) top to bottom, and left to right where they
+    lie side by side (centres less than half a form's height apart)."""
+    if len(forms) == 1:
+        return forms
+    outlines = [form_outline(template, f.homography) for f in forms if f.homography is not None]
+    height = float(np.ptp(outlines[0][:, 1]))
+    centres = [outline.mean(axis=0) for outline in outlines]
+    order = sorted(range(len(forms)), key=lambda i: (round(centres[i][1] / height), centres[i][0]))
+    return [forms[i] for i in order]
+
+
 def _bounds(quad: np.ndarray) -> list[float]:
     x0, y0 = quad.min(axis=0)
     x1, y1 = quad.max(axis=0)
@@ -1595,27 +1637,20 @@ def _conclude(
     with _timed(prepared.timings, "validate"):
         _cross_check(template, prepared.qr, fields, parties)
     alignment = prepared.alignment
-    message = alignment.reason
-    if prepared.another is not None:
-        message = (
-            f"another {template.name} form lies on the page at {prepared.another} px (x, y, "
-            "width, height) and was not read: send each invoice as a page of its own"
-        )
     if registration is None:
         status = "unmatched"
-    elif all(f.valid for f in fields.values()) and prepared.another is None:
-        status = "ok"
     else:
-        status = "needs_review"
+        status = "ok" if all(f.valid for f in fields.values()) else "needs_review"
     return PageResult(
         page=prepared.index + 1,
+        form=prepared.form,
         template=template.name,
         status=status,
         matched=alignment.matched,
         registration=registration,
         match_score=alignment.score,
         rotation_deg=alignment.rotation_deg,
-        message=message,
+        message=alignment.reason,
         fields=fields,
         qr=prepared.qr,
         template_scores=prepared.template_scores,

@@ -33,6 +33,8 @@ CANDIDATES = 3
 BESIDE_FRACTION = 0.5
 """A piece of ink outside the frame matched whose bounding box is at least this share of the
 frame's may be another form (two invoices photographed or scanned together)."""
+MAX_FORMS = 4
+"""The most forms read on one page (four invoices photographed together)."""
 BESIDE_MARGIN_MM = 5.0
 """How far round a form found its outline is painted over before another is looked for: the
 form's margin, the print outside its frame."""
@@ -85,7 +87,7 @@ class Alignment:
     taken out."""
     beside: bool = False
     """Whether the page holds another piece of ruled ink the size of the frame matched, outside
-    it (a second form on the page?  :func:`another_form` looks)."""
+    it (a second form on the page?  :func:`forms_beside` looks)."""
 
 
 class Reference:
@@ -442,18 +444,25 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     )
 
 
-def another_form(page: np.ndarray, template: Template, alignment: Alignment) -> Alignment | None:
-    """Another copy of ``template``'s form on ``page``, beside the one ``alignment`` found
-    (:attr:`Alignment.beside`): the page registered again with that one painted over in white
-    (its outline and a margin), or None. Only pages holding such a piece pay for it."""
-    if not alignment.beside or alignment.homography is None:
-        return None
-    corners = form_outline(template, alignment.homography, BESIDE_MARGIN_MM)
-    rest = page.copy()
-    white = (255,) * rest.shape[2] if rest.ndim == 3 else 255
-    cv2.fillConvexPoly(rest, np.round(corners).astype(np.int32), white)
-    again = register(rest, template)
-    return again if again.matched else None
+def forms_beside(
+    page: np.ndarray, template: Template, alignment: Alignment, limit: int = MAX_FORMS - 1
+) -> list[Alignment]:
+    """The other copies of ``template``'s form on ``page``, beside the one ``alignment`` found
+    (:attr:`Alignment.beside`: two invoices photographed or scanned together), up to ``limit``:
+    the page registered again with each form found painted over in white (its outline and a
+    margin), until no other matches. Only pages holding such a piece pay for the look."""
+    found: list[Alignment] = []
+    rest, last = page, alignment
+    while last.beside and last.homography is not None and len(found) < limit:
+        corners = form_outline(template, last.homography, BESIDE_MARGIN_MM)
+        rest = rest.copy()
+        white = (255,) * rest.shape[2] if rest.ndim == 3 else 255
+        cv2.fillConvexPoly(rest, np.round(corners).astype(np.int32), white)
+        last = register(rest, template)
+        if not last.matched:
+            break
+        found.append(last)
+    return found
 
 
 def form_outline(template: Template, homography: np.ndarray, margin_mm: float = 0.0) -> np.ndarray:

@@ -42,6 +42,12 @@ class Timings:
 
 class PageResult(BaseModel):
     page: int = Field(description="1-based page number in the document.")
+    form: int = Field(
+        default=1,
+        ge=1,
+        description="Which form on the page, 1-based: a page holding several invoices "
+        "(photographed or scanned together) gives a result for each, with the same page number.",
+    )
     template: str | None
     status: PageStatus
     matched: bool = Field(description="Whether the page registered on the template's frame.")

@@ -263,9 +263,10 @@ class _Runner:
                 timings.decode = round((time.perf_counter() - start) * 1000, 2)
                 if page is None:
                     break
-                state.pages.append(
-                    self.extractor.prepare(page, template, timings, fallback=job.fallback)
-                )
+                prepared = self.extractor.prepare(page, template, timings, fallback=job.fallback)
+                state.pages.append(prepared)
+                if isinstance(prepared, PreparedPage):  # the page's other forms, read with it
+                    state.pages.extend(prepared.others)
                 del page
                 _send(self.conn, ("beat",))
             if wanted is not None:

@@ -160,6 +160,28 @@ def test_reconcile_drops_uncommitted_partial_and_duplicate_lines(
     assert [(e["abspath"], e["reason"]) for e in errors] == [(c.key, "bad")]
 
 
+def test_a_pages_forms_are_rows_of_their_own_and_kept_on_reconcile(
+    folder: Path, tmp_path: Path
+) -> None:
+    """Two invoices on one page (``form`` 1 and 2): two rows of page 1, both kept by reconcile
+    (a row is a document's page and form)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    a = describe(find_paths([str(folder)])[0])
+    result = _result(a.path, pages=2)
+    second = {**result["pages"][0], "form": 2}
+    result["pages"].insert(1, second)
+    writer = BatchWriter(out, FIELDS)
+    with Manifest(out) as m:
+        m.plan([a], force=False)
+        writer.reconcile(m.states())
+        writer.write_result(a, result)
+        m.mark(a, DONE, pages=2)
+        writer.reconcile(m.states())
+    rows = list(csv.DictReader(writer.fields.open()))
+    assert [(r["page"], r["form"]) for r in rows] == [("1", "1"), ("1", "2"), ("2", "1")]
+
+
 def test_done_document_with_lost_output_is_redone(folder: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     out.mkdir()

@@ -290,6 +290,26 @@ def test_extract_multipage_matches_in_process(main: Server) -> None:
                 assert _values(got, i) == _values(local, i)
 
 
+def test_invoices_photographed_together_are_each_answered(main: Server) -> None:
+    """The worker reads a page's other forms with it (test_pipeline has the library's side)."""
+    import cv2
+    import numpy as np
+
+    from extractor.pipeline import Extractor
+
+    a = cv2.imread(str(PARTY_PAGE))
+    b = cv2.resize(cv2.imread(str(ROOT / "fixtures/light/vat_invoice_0015.jpg")), a.shape[1::-1])
+    page = np.full((a.shape[0], 2 * a.shape[1] + 60, 3), 255, np.uint8)
+    page[:, : a.shape[1]], page[:, a.shape[1] + 60 :] = a, b
+    data = cv2.imencode(".jpg", page)[1].tobytes()
+    r = main.client.post("/extract?template=vat_invoice&fallback=never", content=data)
+    assert r.status_code == 200, r.text
+    got = r.json()["pages"]
+    local = json.loads(Extractor(fallback="never").extract(data, "vat_invoice").model_dump_json())
+    assert [(p["page"], p["form"], p["status"]) for p in got] == [(1, 1, "ok"), (1, 2, "ok")]
+    assert [_values({"pages": got}, i) for i in (0, 1)] == [_values(local, i) for i in (0, 1)]
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 

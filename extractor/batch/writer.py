@@ -23,7 +23,7 @@ from extractor.batch.manifest import DONE, FAILED
 from extractor.errors import RoiError
 
 RESULTS_NAME, FIELDS_NAME, ERRORS_NAME = "results.jsonl", "fields.csv", "errors.jsonl"
-PAGE_COLUMNS = ["file", "page", "status", "template", "match_score", "message"]
+PAGE_COLUMNS = ["file", "page", "form", "status", "template", "match_score", "message"]
 TAIL_COLUMNS = ["sha256", "abspath"]
 
 Key = tuple[str, str]  # (absolute path, sha256)
@@ -138,14 +138,14 @@ class BatchWriter:
                 "use another --out folder"
             )
         at_sha, at_path = self.columns.index("sha256"), self.columns.index("abspath")
-        page_at = self.columns.index("page")
-        seen: set[tuple[str, str, str]] = set()
+        page_at, form_at = self.columns.index("page"), self.columns.index("form")
+        seen: set[tuple[str, str, str, str]] = set()
         kept = [rows[0]]
         for row in rows[1:]:
             if len(row) != len(self.columns):
                 continue
             key = (row[at_path], row[at_sha])
-            page_key = (*key, row[page_at])
+            page_key = (*key, row[page_at], row[form_at])
             if keep(key) and page_key not in seen:
                 seen.add(page_key)
                 kept.append(row)
@@ -180,6 +180,7 @@ class BatchWriter:
         row: list[Any] = [
             result.get("file", doc.path),
             page.get("page"),
+            page.get("form", 1),
             page.get("status"),
             page.get("template") or "",
             page.get("match_score"),
