@@ -372,9 +372,12 @@ class Extractor:
             if by_labels[best].homography is None:
                 return _unmatched(page, None, alignment, timings, scores)
             chosen, alignment = alignments[best]
-        if self.text_layer and page.words is not None and alignment.matched:
+        with _timed(timings, "register"):
+            forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
+        if self.text_layer and page.words is not None and alignment.matched and len(forms) == 1:
             # a born-digital page of another size than its form: its words, mapped onto the
-            # form by the frame registration found, still need no OCR
+            # form by the frame registration found, still need no OCR (a page of two forms,
+            # two invoices printed on one sheet, is read form by form on the image path)
             with _timed(timings, "crop"):
                 result = self._read_text_layer(page, chosen, timings, alignment)
             if result is not None:
@@ -387,8 +390,6 @@ class Extractor:
             prepared = PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
             prepared.template_scores, prepared.lines = scores, lines
             return prepared
-        with _timed(timings, "register"):
-            forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
         # the page's decoding and registration are timed on the first form's timings
         cut = [
             self._cut(

@@ -215,3 +215,24 @@ def test_simplified_radicals_are_drawn_as_their_ideographs() -> None:
     for radical, ideograph in SIMPLIFIED_RADICALS.items():
         a, b = glyph(font, radical), glyph(font, ideograph)
         assert a.sum() > 50 and (a & b).sum() / (a | b).sum() > 0.98, (radical, ideograph)
+
+
+def test_two_invoices_printed_on_one_sheet_are_each_read() -> None:
+    """Two 数电票 PDFs placed on one A4 page, as people print them two to a sheet: the page's
+    text layer holds both forms' words, which the one form's boxes would mix; each form is
+    found by its frame and read on the image path, a result for each."""
+    root = Path(__file__).resolve().parent.parent / "fixtures" / "digital" / "pdf"
+    pdfs = sorted(root.glob("*.pdf"))[:2]
+    sheet = pymupdf.open()
+    page = sheet.new_page(width=595, height=842)
+    width = 595 - 40
+    for i, path in enumerate(pdfs):
+        with pymupdf.open(path) as source:
+            height = width * source[0].rect.height / source[0].rect.width
+            top = 30 + i * (height + 30)
+            page.show_pdf_page(pymupdf.Rect(20, top, 20 + width, top + height), source, 0)
+    results = Extractor(fallback="never").extract(sheet.tobytes(), "vat_invoice_digital").pages
+    assert [(r.page, r.form, r.status) for r in results] == [(1, 1, "ok"), (1, 2, "ok")]
+    for result, path in zip(results, pdfs, strict=True):
+        expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        assert {k: f.value for k, f in result.fields.items()} == expected["pages"][0]["fields"]
