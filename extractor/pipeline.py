@@ -1612,8 +1612,13 @@ def _reading_order(template: Template, forms: list[Alignment]) -> list[Alignment
     outlines = [form_outline(template, f.homography) for f in forms if f.homography is not None]
     height = float(np.ptp(outlines[0][:, 1]))
     centres = [outline.mean(axis=0) for outline in outlines]
-    order = sorted(range(len(forms)), key=lambda i: (round(centres[i][1] / height), centres[i][0]))
-    return [forms[i] for i in order]
+    rows: list[list[int]] = []
+    for i in sorted(range(len(forms)), key=lambda i: centres[i][1]):
+        if rows and centres[i][1] - centres[rows[-1][0]][1] < height / 2:
+            rows[-1].append(i)
+        else:
+            rows.append([i])
+    return [forms[i] for row in rows for i in sorted(row, key=lambda i: centres[i][0])]
 
 
 def _bounds(quad: np.ndarray) -> list[float]:
