@@ -292,22 +292,25 @@ def _decode_photo(data: bytes, kind: str, max_pixels: int) -> np.ndarray:
     """A HEIC, WebP or AVIF photo as 8-bit BGR, turned as its orientation says (HEIF applies its
     own transforms on decoding; the others' EXIF orientation is applied here), 10- and 12-bit
     HEIC reduced to 8, alpha composited on white paper."""
-    from PIL import Image, ImageOps
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     if kind == "heic":
         _register_heif()
     name = PHOTO_KINDS[kind]
-    size = _pil_size(data)
-    if size is None:
-        raise CorruptInputError(f"the {name} image is corrupt and cannot be decoded")
-    _check_pixels(*size, max_pixels, "the image")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with Image.open(io.BytesIO(data)) as opened:
+            with Image.open(io.BytesIO(data)) as opened:  # the header alone, so far
+                _check_pixels(*opened.size, max_pixels, "the image")
                 image = ImageOps.exif_transpose(opened)
                 alpha = "A" in image.getbands() or "transparency" in image.info
                 pixels = np.asarray(image.convert("RGBA" if alpha else "RGB"))
+    except InputError:
+        raise
+    except Image.DecompressionBombError as exc:  # Pillow's own limit is above ours
+        raise TooLargeInputError(f"the image is over the pixel limit: {exc}") from exc
+    except UnidentifiedImageError as exc:  # its header is not whole
+        raise CorruptInputError(f"the {name} image is corrupt and cannot be decoded") from exc
     except Exception as exc:  # the decoders raise OSError, ValueError, SyntaxError...
         raise CorruptInputError(
             f"the {name} image is corrupt or truncated and cannot be decoded: {str(exc).strip()}"
