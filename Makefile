@@ -121,7 +121,7 @@ clean:
 # installed without dependencies: only its model files are read.
 .PHONY: bench
 $(VENV)/.setup-bench: pyproject.toml | $(VENV)/.setup
-	$(PIP) install -q 'onnx>=1.16' 'openvino>=2024.4'
+	$(PIP) install -q 'onnx>=1.16'
 	$(PIP) install -q --no-deps rapidocr-onnxruntime==1.4.4
 	touch $@
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from bench import tasks
 from bench.plot import Bar, draw
-from bench.variants import CACHE, ENGINES, ROOT, Variant, openvino_installed
+from bench.variants import CACHE, ENGINES, ROOT, Variant
 
 RESULTS = CACHE / "results.json"
 BEGIN = "<!-- BEGIN GENERATED: python -m bench.run rewrites everything down to END -->"
@@ -57,15 +57,13 @@ VARIANTS: list[Variant] = [
     Variant("tiny", engine="tiny"),
     Variant("int8-dyn-matmul", engine="int8-dyn-matmul", versus="small"),
     Variant("ov", engine="ov", versus="small"),
-    Variant("cascade-ov", engine="cascade-ov"),
+    Variant("other-runtime", engine="other-runtime"),
     Variant("base2"),
 ]
 # the variants timed beside the shipped path and full-page OCR, in the same process
-PAIRED_ALSO = ("small", "check-print", "parties") + (
-    ("cascade-ov",) if openvino_installed() else ()
-)
-STAGE_PLOT = ("small", "check-print", "base", "parties", "full-search", "work-800", "cascade-ov")
-QUICK_VARIANTS = {"base", "small", "check-print", "parties", "cascade-ov", "base2"}
+PAIRED_ALSO = ("small", "check-print", "parties", "other-runtime")
+STAGE_PLOT = ("small", "check-print", "base", "parties", "full-search", "work-800", "other-runtime")
+QUICK_VARIANTS = {"base", "small", "check-print", "parties", "other-runtime", "base2"}
 
 
 def _docs(fixtures: Path, levels: list[str], per_level: int | None) -> list[Path]:

@@ -570,7 +570,7 @@ def components_task(spec: dict[str, Any]) -> dict[str, Any]:
         del engine
     # ORT's own thread pool over both cores (what threads=0, the shipped default, gives here)
     os.sched_setaffinity(0, set(range(os.cpu_count() or 1)))
-    threaded = ppocr.PPOCRRecognizer(threads=0)
+    threaded = ppocr.PPOCRRecognizer(threads=0, cpu_runtime="onnxruntime")
     row("small-threads-0", "threads=0 (ORT default: one per core), unpinned", rec_time(threaded))
     os.sched_setaffinity(0, {cpu})
     out["recognition"] = rec

@@ -42,7 +42,9 @@ def small() -> PPOCRRecognizer:
 
 @pytest.fixture(scope="module")
 def tiny() -> PPOCRRecognizer:
-    return PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1)
+    return PPOCRRecognizer(
+        model="PP-OCRv6-tiny", threads=1, cpu_runtime="onnxruntime"
+    )  # as shipped
 
 
 def page_crops(name: str) -> tuple[list[np.ndarray], list[str | None], list[str], dict]:

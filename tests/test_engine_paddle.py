@@ -72,7 +72,7 @@ def paddle_engine(converted: Path) -> Recognizer:
 def ppocr_engine() -> Recognizer:
     from extractor.engines.ppocr import PPOCRRecognizer
 
-    return PPOCRRecognizer()
+    return PPOCRRecognizer(cpu_runtime="onnxruntime")  # float32, as the converted model runs
 
 
 def page_crops(name: str) -> tuple[list[np.ndarray], list[str | None], list[str]]:

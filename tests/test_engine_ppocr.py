@@ -17,8 +17,8 @@ def test_padded_batches_read_as_batches_that_come() -> None:
     crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
     crops = crops * 3  # several crops per width bucket, so batches of 2-6 are padded to 8
     allowlists = allowlists * 3
-    plain = PPOCRRecognizer(threads=1)
-    padded = PPOCRRecognizer(threads=1, batch_sizes=(8, 32))
+    plain = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
+    padded = PPOCRRecognizer(threads=1, batch_sizes=(8, 32), cpu_runtime="onnxruntime")
     assert plain.batch_sizes == () and padded.batch_sizes == (8, 32)
     shapes: list[int] = []
     forward = padded.forward
@@ -38,7 +38,7 @@ def test_a_session_per_fixed_shape_reads_as_batches_that_come() -> None:
     fixed = PPOCRRecognizer(
         threads=1, widths=(256, 512, 1024, 1920), batch_sizes=(8, 32), session_per_shape=True
     )
-    plain = PPOCRRecognizer(threads=1)
+    plain = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
     assert plain.widths == () and plain.shapes() == [] and len(fixed.shapes()) == 8
     for page in ("clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"):
         crops, allowlists, _, _ = page_crops(page)
@@ -91,7 +91,7 @@ def test_the_argmax_in_the_graph_reads_as_the_decoder_does() -> None:
     per-character confidences, with and without allowlists, in padded batches too."""
     crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
     assert any(a is None for a in allowlists) and any(a is not None for a in allowlists)
-    plain = PPOCRRecognizer(threads=1)
+    plain = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
     on_device = PPOCRRecognizer(threads=1, decode_on_device=True, batch_sizes=(8, 32))
     assert not plain.decodes_on_device and on_device.decodes_on_device
     assert [o.name for o in on_device.session.get_outputs()] == [BEST_CLASS, BEST_PROB]

@@ -212,7 +212,7 @@ def test_parties_not_registered_are_left_as_read() -> None:
 @pytest.fixture(scope="module")
 def engines() -> tuple[Counting, Counting]:
     return (
-        Counting(PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1)),
+        Counting(PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1, cpu_runtime="onnxruntime")),
         Counting(PPOCRRecognizer(threads=1)),
     )
 

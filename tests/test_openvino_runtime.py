@@ -1,0 +1,90 @@
+"""The small PP-OCR model on OpenVINO's CPU plugin: which runtime a CPU recogniser takes, and
+that the same model file, run there (bfloat16 on a CPU with AMX, else float32), reads real
+fixture pages right."""
+
+import json
+from pathlib import Path
+
+import pytest
+from test_engine_cascade import page_crops
+
+from extractor.engines import openvino_runtime
+from extractor.engines.cascade import CascadeRecognizer, ppocr_engine
+from extractor.engines.openvino_runtime import resolve_cpu_runtime
+from extractor.engines.ppocr import PPOCRRecognizer
+from extractor.errors import EngineError
+from extractor.pipeline import Extractor
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+@pytest.fixture(scope="module")
+def on_openvino() -> PPOCRRecognizer:
+    return PPOCRRecognizer(threads=1, cpu_runtime="openvino")
+
+
+def test_the_model_on_openvino_has_the_same_characters(on_openvino: PPOCRRecognizer) -> None:
+    """The character list comes from the ONNX file's metadata as OpenVINO reads it."""
+    on_ort = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
+    assert on_openvino.runtime == "openvino" and on_ort.runtime == "onnxruntime"
+    assert on_openvino.characters == on_ort.characters
+    assert len(on_openvino.characters) == 18710
+    assert on_openvino.max_batch == 1  # one crop per inference: memory of the widest crop only
+
+
+@pytest.mark.parametrize("name", ["clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"])
+def test_openvino_reads_a_page_as_onnx_runtime_does(
+    on_openvino: PPOCRRecognizer, name: str
+) -> None:
+    """Every crop of a real page read the same text on both runtimes; confidences close (in
+    bfloat16 on a CPU with AMX they differ in the second or third decimal)."""
+    crops, allowlists, fields, _ = page_crops(name)
+    on_ort = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
+    got = on_openvino.recognize(crops, allowlists)
+    want = on_ort.recognize(crops, allowlists)
+    assert dict(zip(fields, [r.text for r in got], strict=True)) == dict(
+        zip(fields, [r.text for r in want], strict=True)
+    )
+    assert [r.confidence for r in got] == pytest.approx([r.confidence for r in want], abs=0.05)
+
+
+def test_a_page_through_the_pipeline_on_openvino(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``ROI_CPU_RUNTIME=openvino``: the shipped cascade runs small on OpenVINO and tiny on ONNX
+    Runtime, and a light fixture's fields are all read right and valid."""
+    monkeypatch.setenv("ROI_CPU_RUNTIME", "openvino")
+    engine = ppocr_engine(threads=1)
+    assert isinstance(engine, CascadeRecognizer)
+    assert engine.full.runtime == "openvino" and engine.fast.runtime == "onnxruntime"
+    doc = FIXTURES / "light/vat_invoice_0015.jpg"
+    truth = json.loads(doc.with_suffix(".json").read_text(encoding="utf-8"))
+    page = Extractor(engine=engine, fallback="never").extract(doc, "vat_invoice").pages[0]
+    expected = truth["pages"][0]["fields"]
+    assert {f: page.fields[f].value for f in expected} == expected
+    assert all(page.fields[f].valid for f in expected)
+
+
+def test_which_runtime_a_cpu_recogniser_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ROI_CPU_RUNTIME", raising=False)
+    monkeypatch.setattr(openvino_runtime, "cpu_has_amx", lambda: False)
+    assert resolve_cpu_runtime() == "onnxruntime"  # no AMX: ONNX Runtime is the faster
+    monkeypatch.setattr(openvino_runtime, "cpu_has_amx", lambda: True)
+    assert resolve_cpu_runtime() == "openvino"
+    assert resolve_cpu_runtime("onnxruntime") == "onnxruntime"
+    monkeypatch.setenv("ROI_CPU_RUNTIME", "onnxruntime")
+    assert resolve_cpu_runtime() == "onnxruntime"
+    assert resolve_cpu_runtime("openvino") == "openvino"  # the argument before the variable
+    monkeypatch.setenv("ROI_CPU_RUNTIME", "tflite")
+    with pytest.raises(EngineError, match="use auto, onnxruntime, openvino"):
+        resolve_cpu_runtime()
+    # without the package, auto keeps ONNX Runtime; insisting on OpenVINO names the install
+    monkeypatch.setattr(openvino_runtime, "openvino_installed", lambda: False)
+    assert resolve_cpu_runtime("auto") == "onnxruntime"
+    with pytest.raises(EngineError, match="pip install 'openvino"):
+        resolve_cpu_runtime("openvino")
+
+
+def test_the_gpu_ways_stay_on_onnx_runtime(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The argmax in the graph and a session per shape are ONNX Runtime's: asked for, the
+    recogniser runs there whatever the CPU runtime says."""
+    monkeypatch.setenv("ROI_CPU_RUNTIME", "openvino")
+    assert PPOCRRecognizer(threads=1, decode_on_device=True).runtime == "onnxruntime"
