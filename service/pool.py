@@ -266,6 +266,7 @@ class WorkerPool:
             "OMP_NUM_THREADS": str(s.worker_threads),
             "OPENBLAS_NUM_THREADS": str(s.worker_threads),
             "MKL_NUM_THREADS": str(s.worker_threads),
+            "ROI_CPU_RUNTIME": s.cpu_runtime,  # read by the worker's recogniser
         }
         provider = "cpu"
         if device.startswith("cuda:"):

@@ -48,6 +48,9 @@ class Settings(BaseModel):
     OCR runs on the GPU too (RapidOCR's TensorRT engines); with ``cuda`` it runs on the CPU."""
     trt_cache_dir: Path | None = None
     """Where TensorRT engines are kept (default ``~/.cache/roi/trt``)."""
+    cpu_runtime: Literal["auto", "onnxruntime", "openvino"] = "auto"
+    """What runs the small rec model on CPU workers: ``auto`` takes OpenVINO (bfloat16) where
+    the CPU has AMX, else ONNX Runtime (``extractor.engines.openvino_runtime``)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
@@ -103,6 +106,18 @@ class Settings(BaseModel):
                 "(--device cuda:0) too"
             )
         return self
+
+    @field_validator("cpu_runtime")
+    @classmethod
+    def _check_cpu_runtime(cls, value: str) -> str:
+        from extractor.engines.openvino_runtime import resolve_cpu_runtime
+        from extractor.errors import RoiError
+
+        try:
+            resolve_cpu_runtime(value)  # openvino asked for but not installed: before any worker
+        except RoiError as exc:
+            raise ValueError(str(exc)) from exc
+        return value
 
     @field_validator("parties")
     @classmethod

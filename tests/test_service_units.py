@@ -27,6 +27,7 @@ def test_settings_env_then_overrides() -> None:
         ({"ROI_DEVICES": "gpu:0"}, "devices"),
         ({"ROI_BATCH_MAX_SIZE": "0"}, "batch_max_size"),
         ({"ROI_LOG_LEVEL": "loud"}, "log_level"),
+        ({"ROI_CPU_RUNTIME": "tflite"}, "cpu_runtime"),
     ],
 )
 def test_settings_errors_name_the_setting(env: dict[str, str], needle: str) -> None:
@@ -43,6 +44,19 @@ def test_gpu_layout_pins_each_worker_to_one_device() -> None:
     assert {c.provider for c in configs} == {"cuda"}
     config, device = _pool(Settings.load({}, workers=2))._config(0)
     assert device == "cpu" and config.provider == "cpu" and "CUDA_VISIBLE_DEVICES" not in config.env
+
+
+def test_the_cpu_runtime_reaches_the_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each worker's recogniser reads ``ROI_CPU_RUNTIME`` from the environment it is given; a
+    runtime whose package is missing stops the service before any worker starts."""
+    assert _pool(Settings.load({}))._config(0)[0].env["ROI_CPU_RUNTIME"] == "auto"
+    s = Settings.load({"ROI_CPU_RUNTIME": "onnxruntime"})
+    assert _pool(s)._config(0)[0].env["ROI_CPU_RUNTIME"] == "onnxruntime"
+    from extractor.engines import openvino_runtime
+
+    monkeypatch.setattr(openvino_runtime, "openvino_installed", lambda: False)
+    with pytest.raises(ValueError, match=r"(?s)cpu_runtime.*pip install 'openvino"):
+        Settings.load({"ROI_CPU_RUNTIME": "openvino"})
 
 
 def test_tensorrt_reaches_the_gpu_workers(tmp_path) -> None:
