@@ -1,10 +1,13 @@
 """The PP-OCR recogniser's network on OpenVINO's CPU plugin, where that is the faster runtime.
 
-On a CPU with AMX (Intel Xeon since Sapphire Rapids: most of today's cloud x86 instances)
-OpenVINO runs the model's convolutions in bfloat16 on the matrix units: the PP-OCRv6 small model
-read the fixtures' crops in 60 CPU ms per page against 134 on ONNX Runtime (one core, the same
+On a CPU with AMX (Intel Xeon since the 4th generation, Sapphire Rapids) OpenVINO runs the
+model's convolutions in bfloat16 on the matrix units: the PP-OCRv6 small model read the
+fixtures' crops in 60 CPU ms per page against 134 on ONNX Runtime (one core, the same
 reads on 250 of 252 crops, the same fields right; docs/benchmarks.md). Without AMX both run
 float32 and ONNX Runtime is the faster (measured on AVX2 CPUs), so ``auto`` keeps it there.
+OpenVINO keeps buffers for the largest input it has run, and kernels per input shape: a worker
+costs ~150 MB more (418 against 267 MB on the fixtures; ~460 MB for OpenVINO alone once it has
+run a crop of every width up to 1024 px).
 
 ``ROI_CPU_RUNTIME`` chooses: ``auto`` (default: OpenVINO where the CPU has AMX and the
 ``openvino`` package, a dependency, is installed), ``onnxruntime`` or ``openvino`` (insisted
