@@ -42,9 +42,8 @@ def small() -> PPOCRRecognizer:
 
 @pytest.fixture(scope="module")
 def tiny() -> PPOCRRecognizer:
-    return PPOCRRecognizer(
-        model="PP-OCRv6-tiny", threads=1, cpu_runtime="onnxruntime"
-    )  # as shipped
+    # as the shipped cascade builds it: tiny on ONNX Runtime whatever runs small
+    return PPOCRRecognizer(model="PP-OCRv6-tiny", threads=1, cpu_runtime="onnxruntime")
 
 
 def page_crops(name: str) -> tuple[list[np.ndarray], list[str | None], list[str], dict]:
