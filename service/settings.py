@@ -17,6 +17,8 @@ from pydantic import (
     model_validator,
 )
 
+from extractor.engines.openvino_runtime import CpuRuntime
+
 ENV_PREFIX = "ROI_"
 log = logging.getLogger("roi.service")
 
@@ -48,7 +50,7 @@ class Settings(BaseModel):
     OCR runs on the GPU too (RapidOCR's TensorRT engines); with ``cuda`` it runs on the CPU."""
     trt_cache_dir: Path | None = None
     """Where TensorRT engines are kept (default ``~/.cache/roi/trt``)."""
-    cpu_runtime: Literal["auto", "onnxruntime", "openvino"] = "auto"
+    cpu_runtime: CpuRuntime = "auto"
     """What runs the small rec model on CPU workers: ``auto`` takes OpenVINO (bfloat16) where
     the CPU has AMX, else ONNX Runtime (``extractor.engines.openvino_runtime``)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0

@@ -23,9 +23,15 @@ def on_openvino() -> PPOCRRecognizer:
     return PPOCRRecognizer(threads=1, cpu_runtime="openvino")
 
 
-def test_the_model_on_openvino_has_the_same_characters(on_openvino: PPOCRRecognizer) -> None:
+@pytest.fixture(scope="module")
+def on_ort() -> PPOCRRecognizer:
+    return PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
+
+
+def test_the_model_on_openvino_has_the_same_characters(
+    on_openvino: PPOCRRecognizer, on_ort: PPOCRRecognizer
+) -> None:
     """The character list comes from the ONNX file's metadata as OpenVINO reads it."""
-    on_ort = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
     assert on_openvino.runtime == "openvino" and on_ort.runtime == "onnxruntime"
     assert on_openvino.characters == on_ort.characters
     assert len(on_openvino.characters) == 18710
@@ -34,12 +40,11 @@ def test_the_model_on_openvino_has_the_same_characters(on_openvino: PPOCRRecogni
 
 @pytest.mark.parametrize("name", ["clean/vat_invoice_0001.jpg", "medium/vat_invoice_0029.jpg"])
 def test_openvino_reads_a_page_as_onnx_runtime_does(
-    on_openvino: PPOCRRecognizer, name: str
+    on_openvino: PPOCRRecognizer, on_ort: PPOCRRecognizer, name: str
 ) -> None:
     """Every crop of a real page read the same text on both runtimes; confidences close (in
     bfloat16 on a CPU with AMX they differ in the second or third decimal)."""
     crops, allowlists, fields, _ = page_crops(name)
-    on_ort = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime")
     got = on_openvino.recognize(crops, allowlists)
     want = on_ort.recognize(crops, allowlists)
     assert dict(zip(fields, [r.text for r in got], strict=True)) == dict(

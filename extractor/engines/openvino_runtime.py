@@ -20,14 +20,14 @@ import importlib.util
 import os
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 from extractor.errors import EngineError
 
 CpuRuntime = Literal["auto", "onnxruntime", "openvino"]
-CPU_RUNTIMES: tuple[str, ...] = ("auto", "onnxruntime", "openvino")
+CPU_RUNTIMES: tuple[str, ...] = get_args(CpuRuntime)
 
 
 @cache
