@@ -11,7 +11,7 @@ from test_engine_cascade import page_crops
 from extractor.engines import openvino_runtime
 from extractor.engines.cascade import CascadeRecognizer, ppocr_engine
 from extractor.engines.openvino_runtime import resolve_cpu_runtime
-from extractor.engines.ppocr import PPOCRRecognizer
+from extractor.engines.ppocr import OPENVINO_WIDTHS, PPOCRRecognizer
 from extractor.errors import EngineError
 from extractor.pipeline import Extractor
 
@@ -51,6 +51,27 @@ def test_openvino_reads_a_page_as_onnx_runtime_does(
         zip(fields, [r.text for r in want], strict=True)
     )
     assert [r.confidence for r in got] == pytest.approx([r.confidence for r in want], abs=0.05)
+
+
+def test_openvino_runs_a_few_input_widths_only(
+    on_openvino: PPOCRRecognizer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenVINO keeps kernels per input shape (~7 MB each): the crops of a page, each padded
+    to a multiple of 128 px, run at those widths only, and read as they do unpadded (above)."""
+    crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
+    ran: list[tuple[int, ...]] = []
+    session = on_openvino.session
+    run = session.run
+
+    def recording(outputs: object, feed: dict) -> list:
+        ran.extend(x.shape for x in feed.values())
+        return run(outputs, feed)
+
+    monkeypatch.setattr(session, "run", recording)
+    on_openvino.recognize(crops, allowlists)
+    assert len(ran) == len(crops)
+    assert {shape[3] for shape in ran} <= set(OPENVINO_WIDTHS)
+    assert len({shape[3] for shape in ran}) > 1  # crops of several widths, several buckets
 
 
 def test_a_page_through_the_pipeline_on_openvino(monkeypatch: pytest.MonkeyPatch) -> None:

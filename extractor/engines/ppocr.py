@@ -80,6 +80,12 @@ def _packaged_files(model: str) -> tuple[Path, Path | None]:
 GPU_BATCH_SIZES = (1, 8, 32, 128, 512)
 """What a GPU provider's batches are padded up to (up to ``max_batch``): each new input shape
 costs the CUDA EP a cuDNN plan (~1-3 s on an H200), so the shapes it meets are kept few."""
+OPENVINO_WIDTHS = tuple(range(128, MAX_WIDTH + 1, 128))
+"""What crops are padded up to on OpenVINO (a crop of 200 px runs at 256): it compiles and keeps
+kernels for each input shape it meets, ~7 MB each for this model, and crops of every width
+bucket (of 32 px, up to 1920) would hold ~420 MB. 15 widths hold at most ~105 MB; on the fixture
+pages the same speed (fewer shapes to compile), the same fields, and a worker 60 MB smaller
+(docs/benchmarks.md)."""
 GPU_WIDTHS = (256, 512, 1024, MAX_WIDTH)
 """What a GPU provider's crops are padded up to: ~1.34x the columns of each crop's own bucket
 on the fixtures, for 4 widths instead of ~25."""
@@ -185,6 +191,7 @@ class PPOCRRecognizer(CTCLineReader):
             # bounds a worker's memory by the widest crop instead of the largest batch (405
             # against 502 MB on the fixtures), and costs no more (on a CPU the cost is per column)
             self.max_batch = 1
+            self.widths = self.widths or OPENVINO_WIDTHS
             self.decodes_on_device = False
             self.input_name = self.session.input_name
             meta, n_out = self.session.metadata, self.session.classes
