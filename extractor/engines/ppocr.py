@@ -84,8 +84,9 @@ OPENVINO_WIDTHS = tuple(range(128, MAX_WIDTH + 1, 128))
 """What crops are padded up to on OpenVINO (a crop of 200 px runs at 256): it compiles and keeps
 kernels for each input shape it meets, ~7 MB each for this model, and crops of every width
 bucket (of 32 px, up to 1920) would hold ~420 MB. 15 widths hold at most ~105 MB; on the fixture
-pages the same speed (fewer shapes to compile), the same fields, and a worker 60 MB smaller
-(docs/benchmarks.md)."""
+pages the same speed (fewer shapes to compile), a worker 60 MB smaller, the same fields with
+the fallback on (without it three fewer of 528, all flagged: padding changes what the model
+reads a little; docs/benchmarks.md)."""
 GPU_WIDTHS = (256, 512, 1024, MAX_WIDTH)
 """What a GPU provider's crops are padded up to: ~1.34x the columns of each crop's own bucket
 on the fixtures, for 4 widths instead of ~25."""
