@@ -57,7 +57,8 @@ def test_openvino_runs_a_few_input_widths_only(
     on_openvino: PPOCRRecognizer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """OpenVINO keeps kernels per input shape (~7 MB each): the crops of a page, each padded
-    to a multiple of 128 px, run at those widths only, and read as they do unpadded (above)."""
+    to a multiple of 128 px, run at those widths only (and read as ONNX Runtime reads them in its
+    32 px buckets: above)."""
     crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
     ran: list[tuple[int, ...]] = []
     session = on_openvino.session

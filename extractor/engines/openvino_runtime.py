@@ -5,9 +5,10 @@ model's convolutions in bfloat16 on the matrix units: the PP-OCRv6 small model r
 fixtures' crops in 60 CPU ms per page against 134 on ONNX Runtime (one core, the same
 reads on 250 of 252 crops, the same fields right; docs/benchmarks.md). Without AMX both run
 float32 and ONNX Runtime is the faster (measured on AVX2 CPUs), so ``auto`` keeps it there.
-OpenVINO keeps buffers for the largest input it has run, and kernels per input shape: a worker
-costs ~150 MB more (418 against 267 MB on the fixtures; ~460 MB for OpenVINO alone once it has
-run a crop of every width up to 1024 px).
+OpenVINO keeps buffers for the largest input it has run, and ~7 MB of kernels per input shape
+(hence crops padded to 15 widths there, ``ppocr.OPENVINO_WIDTHS``): a worker's peak on the
+bench's pages is 340 against 278 MB on ONNX Runtime, and a whole page read by the fallback's
+full-page OCR on top of it reached 686 against 553 MB over every fixture.
 
 ``ROI_CPU_RUNTIME`` chooses: ``auto`` (default: OpenVINO where the CPU has AMX and the
 ``openvino`` package, a dependency, is installed), ``onnxruntime`` or ``openvino`` (insisted
