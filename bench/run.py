@@ -63,6 +63,8 @@ VARIANTS: list[Variant] = [
 # the variants timed beside the shipped path and full-page OCR, in the same process
 PAIRED_ALSO = ("small", "check-print", "parties", "other-runtime")
 STAGE_PLOT = ("small", "check-print", "base", "parties", "full-search", "work-800", "other-runtime")
+EVERY_FIXTURE_ENGINES = ("shipped", "other-runtime")
+"""Engines of the workers run over every fixture with the fallback on (worker memory)."""
 QUICK_VARIANTS = {"base", "small", "check-print", "parties", "other-runtime", "base2"}
 
 
@@ -165,6 +167,13 @@ def _measure_fixed(
     )
     _log("peak RSS of a full-page OCR process")
     results["fullpage_rss"] = _in_fresh_process(tasks.fullpage_rss_task, {"docs": docs[:3]})
+    if not args.quick:
+        every = sorted(p.name for p in fixtures.iterdir() if p.is_dir() and any(p.glob("*.json")))
+        results["every_fixture"] = []
+        for engine in EVERY_FIXTURE_ENGINES:
+            _log(f"a worker over every fixture ({', '.join(every)}), fallback on: {engine}")
+            spec = {"engine": engine, "fixtures": str(fixtures), "levels": every}
+            results["every_fixture"].append(_in_fresh_process(tasks.every_fixture_task, spec))
     digital = sorted((fixtures / "digital" / "pdf").glob("*.pdf"))
     if digital:
         _log(f"born-digital PDFs: text layer and OCR path side by side on {len(digital)} PDFs")
@@ -250,6 +259,29 @@ def _miss_keys(variant: dict[str, Any]) -> set[str]:
 
 def _load(pair: list[list[float]]) -> str:
     return " → ".join(f"{p[0]:.1f}/{p[1]:.1f}" for p in pair)
+
+
+def _render_every_fixture(add: Callable[[str], None], workers: list[dict[str, Any]]) -> None:
+    levels = ", ".join(workers[0]["accuracy"]["by_level"])
+    add("")
+    add("### A worker over every fixture, fallback on")
+    add("")
+    add(
+        f"Each in a fresh process, as the service runs a worker (fallback on, malloc trimmed "
+        f"after each document): every fixture document ({levels}; "
+        f"{workers[0]['documents']} documents, {workers[0]['pages']} pages), among them "
+        "pages that are not invoices, which the fallback's full-page OCR reads whole. The "
+        "worker-memory target is a peak here, not only on the timed pages above."
+    )
+    add("")
+    add("| worker | engine | peak RSS | CPU s | fields right (`evaluate`) |")
+    add("|---|---|---:|---:|---:|")
+    for w in workers:
+        exact, fields, wrong_valid = _acc(w["accuracy"])
+        add(
+            f"| {w['engine']} | `{w['describe']}` | **{w['rss_mb']:.0f} MB** | {w['cpu_s']:.1f} | "
+            f"{exact}/{fields}, {wrong_valid} wrong+valid |"
+        )
 
 
 def _render_received(add: Callable[[str], None], received: dict[str, Any]) -> None:
@@ -426,6 +458,8 @@ def render(results: dict[str, Any], out: Path) -> None:
         )
     if "received" in results:
         _render_received(add, results["received"])
+    if results.get("every_fixture"):
+        _render_every_fixture(add, results["every_fixture"])
     add("")
     add("### End-to-end variants")
     add("")

@@ -96,14 +96,14 @@ def fixture_parties(fixtures: Path) -> Path:
 
 def _timed_extractor(
     engine: object,
-    timed_levels: set[str],
+    timed_levels: set[str] | None,
     records: list[dict[str, Any]],
     fallback: str = "never",
     parties: Path | None = None,
     check_print: bool = False,
 ) -> Any:
-    """An Extractor whose ``extract`` records, for documents in ``timed_levels``, CPU and wall
-    time and the per-stage split."""
+    """An Extractor whose ``extract`` records, for documents in ``timed_levels`` (None: every
+    document), CPU and wall time and the per-stage split."""
     from extractor.memory import trim
     from extractor.pipeline import Extractor
 
@@ -115,7 +115,7 @@ def _timed_extractor(
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             trim()  # as a service worker does after each batch, outside the timed part
             path = Path(str(source))
-            if path.parent.name in timed_levels:
+            if timed_levels is None or path.parent.name in timed_levels:
                 pages = max(1, len(result.pages))
                 stage_wall = {
                     s: sum(getattr(p.timings_ms, s, 0.0) for p in result.pages) / pages
@@ -283,6 +283,33 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
         ],
         "full": full_records,
         "load": [load_start, load()],
+    }
+
+
+def every_fixture_task(spec: dict[str, Any]) -> dict[str, Any]:
+    """A worker as the service runs it (fallback on, malloc trimmed after each document) over
+    every fixture document of ``spec["levels"]``, engine ``spec["engine"]``: its peak RSS, CPU
+    time and the fields it reads right. Unlike the timed pages, these hold pages that are not
+    invoices (the multipage PDFs' delivery note and cover letter), which the fallback's
+    full-page OCR reads whole: the largest transient a worker meets."""
+    setup_worker()
+    from bench import variants
+    from extractor.evaluate import evaluate
+
+    engine = variants.ENGINES[spec["engine"]].build({})
+    records: list[dict[str, Any]] = []
+    extractor = _timed_extractor(engine, None, records, fallback="auto")
+    fixtures = Path(spec["fixtures"])
+    tallies = {lvl: _tally(evaluate(fixtures / lvl, extractor=extractor)) for lvl in spec["levels"]}
+    return {
+        "engine": spec["engine"],
+        "describe": variants.describe(engine),
+        "documents": len(records),
+        "pages": sum(r["pages"] for r in records),
+        "cpu_s": sum(r["cpu_ms"] * r["pages"] for r in records) / 1000,
+        "accuracy": _merge(tallies),
+        "rss_mb": peak_rss_mb(),
+        "load": load(),
     }
 
 
