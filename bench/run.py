@@ -168,7 +168,7 @@ def _measure_fixed(
     _log("peak RSS of a full-page OCR process")
     results["fullpage_rss"] = _in_fresh_process(tasks.fullpage_rss_task, {"docs": docs[:3]})
     if not args.quick:
-        every = sorted(p.name for p in fixtures.iterdir() if p.is_dir() and any(p.glob("*.json")))
+        every = sorted(p.name for p in fixtures.iterdir() if p.is_dir() and any(p.rglob("*.json")))
         results["every_fixture"] = []
         for engine in EVERY_FIXTURE_ENGINES:
             _log(f"a worker over every fixture ({', '.join(every)}), fallback on: {engine}")
