@@ -8,7 +8,8 @@ float32 and ONNX Runtime is the faster (measured on AVX2 CPUs), so ``auto`` keep
 OpenVINO keeps buffers for the largest input it has run, and ~7 MB of kernels per input shape
 (hence crops padded to 15 widths there, ``ppocr.OPENVINO_WIDTHS``): a worker's peak on the
 bench's pages is 340 against 278 MB on ONNX Runtime, and a whole page read by the fallback's
-full-page OCR on top of it reached 686 against 553 MB over every fixture.
+full-page OCR on top of it reached ~700 against ~550 MB over every fixture (``make bench``
+measures that worker).
 
 ``ROI_CPU_RUNTIME`` chooses: ``auto`` (default: OpenVINO where the CPU has AMX and the
 ``openvino`` package, a dependency, is installed), ``onnxruntime`` or ``openvino`` (insisted
