@@ -172,8 +172,26 @@ def _measure_fixed(
         results["every_fixture"] = []
         for engine in EVERY_FIXTURE_ENGINES:
             _log(f"a worker over every fixture ({', '.join(every)}), fallback on: {engine}")
-            spec = {"engine": engine, "fixtures": str(fixtures), "levels": every}
-            results["every_fixture"].append(_in_fresh_process(tasks.every_fixture_task, spec))
+            spec = {
+                "variant": asdict(Variant(f"every-{engine}", engine=engine, fallback="auto")),
+                "models": models,
+                "fixtures": str(fixtures),
+                "timed_levels": None,
+                "accuracy_levels": every,
+            }
+            worker = _in_fresh_process(tasks.roi_task, spec)
+            records = worker["records"]
+            results["every_fixture"].append(
+                {
+                    "engine": engine,
+                    "describe": worker["engine"],
+                    "documents": len(records),
+                    "pages": sum(r["pages"] for r in records),
+                    "cpu_s": sum(r["cpu_ms"] * r["pages"] for r in records) / 1000,
+                    "accuracy": worker["accuracy"],
+                    "rss_mb": worker["rss_mb"],
+                }
+            )
     digital = sorted((fixtures / "digital" / "pdf").glob("*.pdf"))
     if digital:
         _log(f"born-digital PDFs: text layer and OCR path side by side on {len(digital)} PDFs")

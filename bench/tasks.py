@@ -172,7 +172,8 @@ def _merge(tallies: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
     """One end-to-end variant: accuracy from ``evaluate`` on every level in
-    ``accuracy_levels``; time per page on the documents of ``timed_levels``; peak RSS."""
+    ``accuracy_levels``; time per page on the documents of ``timed_levels`` (None: every
+    document scored); peak RSS."""
     cpu = setup_worker()
     from bench import variants
     from extractor.evaluate import evaluate
@@ -185,10 +186,17 @@ def roi_task(spec: dict[str, Any]) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     fixtures = Path(spec["fixtures"])
     parties = fixture_parties(fixtures) if variant.parties else None
+    timed = spec["timed_levels"]
     extractor = _timed_extractor(
-        engine, set(spec["timed_levels"]), records, variant.fallback, parties, variant.check_print
+        engine,
+        None if timed is None else set(timed),
+        records,
+        variant.fallback,
+        parties,
+        variant.check_print,
     )
-    warm = sorted((fixtures / spec["timed_levels"][0]).glob("*.jpg"))[0]
+    warm_levels = spec["accuracy_levels"] if timed is None else timed
+    warm = next(p for level in warm_levels for p in sorted((fixtures / level).rglob("*.jpg")))
     extractor.extract(warm, "vat_invoice")
     if variant.fallback != "never":  # its model and the form's labels, once per process
         extractor.reference_labels(extractor.templates.get("vat_invoice"))
@@ -283,33 +291,6 @@ def paired_task(spec: dict[str, Any]) -> dict[str, Any]:
         ],
         "full": full_records,
         "load": [load_start, load()],
-    }
-
-
-def every_fixture_task(spec: dict[str, Any]) -> dict[str, Any]:
-    """A worker as the service runs it (fallback on, malloc trimmed after each document) over
-    every fixture document of ``spec["levels"]``, engine ``spec["engine"]``: its peak RSS, CPU
-    time and the fields it reads right. Unlike the timed pages, these hold pages that are not
-    invoices (the multipage PDFs' delivery note and cover letter), which the fallback's
-    full-page OCR reads whole: the largest transient a worker meets."""
-    setup_worker()
-    from bench import variants
-    from extractor.evaluate import evaluate
-
-    engine = variants.ENGINES[spec["engine"]].build({})
-    records: list[dict[str, Any]] = []
-    extractor = _timed_extractor(engine, None, records, fallback="auto")
-    fixtures = Path(spec["fixtures"])
-    tallies = {lvl: _tally(evaluate(fixtures / lvl, extractor=extractor)) for lvl in spec["levels"]}
-    return {
-        "engine": spec["engine"],
-        "describe": variants.describe(engine),
-        "documents": len(records),
-        "pages": sum(r["pages"] for r in records),
-        "cpu_s": sum(r["cpu_ms"] * r["pages"] for r in records) / 1000,
-        "accuracy": _merge(tallies),
-        "rss_mb": peak_rss_mb(),
-        "load": load(),
     }
 
 
