@@ -340,7 +340,7 @@ def near_fields(
     form: Sequence[TextLine] = (),
     down: float = 0.0,
     bend: Bend | None = None,
-) -> Callable[[np.ndarray], bool]:
+) -> NearFields:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
     and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
     line of one character (:data:`ONE_CHARACTER`) only counts inside a field's box: outside,
@@ -354,51 +354,73 @@ def near_fields(
     the page's print lies; the form's print is where the form is; a line is placed through the
     page's ``bend`` (:func:`flattened`)."""
     ppm = template.px_per_mm
-    to_mm = np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography)
-    windows = [
-        (
-            s.box.x - LEFT_MM,
-            s.box.y + down - ROW_MM,
-            s.box.x + s.box.w + RIGHT_MM,
-            s.box.y + down + s.box.h + ROW_MM,
-        )
-        for s in specs
-    ]
-    boxes = [_box_reach(s, template, down) for s in specs]  # as lines_in_box takes a line's centre
-    taken = [_box_reach(s, template, down) for s in settled]
-    others = _others_print(form, specs, template)
-    short_labels = any(s.label and len(norm(s.label)) < 2 for s in specs)
+    return NearFields(
+        to_mm=np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography),
+        windows=[
+            (
+                s.box.x - LEFT_MM,
+                s.box.y + down - ROW_MM,
+                s.box.x + s.box.w + RIGHT_MM,
+                s.box.y + down + s.box.h + ROW_MM,
+            )
+            for s in specs
+        ],
+        boxes=[_box_reach(s, template, down) for s in specs],  # lines_in_box takes a centre
+        taken=[_box_reach(s, template, down) for s in settled],
+        others=_others_print(form, specs, template),
+        short_labels=any(s.label and len(norm(s.label)) < 2 for s in specs),
+        homography=homography,
+        bend=bend,
+    )
 
-    def near(quad: np.ndarray) -> bool:
-        if bend is not None:
-            quad = _through(quad, homography, bend.unmoved)
-        mm = mapped(quad, to_mm)
+
+_Span = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True, slots=True)
+class NearFields:
+    """The test of :func:`near_fields` (a line's 4x2 outline, page px -> bool), made of plain
+    data so that it can be sent to a full-page OCR process of its own (:mod:`extractor.
+    fullpage_server`). Spans are (x0, y0, x1, y1), mm on the form."""
+
+    to_mm: np.ndarray
+    """Page px -> mm on the form."""
+    windows: list[_Span]
+    boxes: list[_Span]
+    taken: list[_Span]
+    others: list[_Span]
+    short_labels: bool
+    homography: np.ndarray
+    bend: Bend | None
+
+    def __call__(self, quad: np.ndarray) -> bool:
+        if self.bend is not None:
+            quad = _through(quad, self.homography, self.bend.unmoved)
+        mm = mapped(quad, self.to_mm)
         (x0, y0), (x1, y1) = mm.min(axis=0), mm.max(axis=0)
         cx, cy = mm.mean(axis=0)
-        if _inside(cx, cy, boxes):
+        if _inside(cx, cy, self.boxes):
             return True
-        if (not short_labels and _one_character(mm)) or _inside(cx, cy, taken):
+        if (not self.short_labels and _one_character(mm)) or _inside(cx, cy, self.taken):
             return False
         if any(
             x1 > left and x0 < right and y1 > top and y0 < bottom
-            for left, top, right, bottom in others
+            for left, top, right, bottom in self.others
         ):
             return False
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
-            for left, top, right, bottom in windows
+            for left, top, right, bottom in self.windows
         )
 
-    return near
 
-
-def _inside(x: float, y: float, spans: list[tuple[float, float, float, float]]) -> bool:
+def _inside(x: float, y: float, spans: list[_Span]) -> bool:
     return any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in spans)
 
 
 def _others_print(
     form: Sequence[TextLine], specs: Sequence[FieldSpec], template: Template
-) -> list[tuple[float, float, float, float]]:
+) -> list[_Span]:
     """Where (x0, y0, x1, y1, mm) the form prints text, outside every field's box (a reference
     made from a filled sample holds its values there: :attr:`Reference.labels` leaves them out
     too), that is no part of a label of ``specs`` (名 and 称： are parts of 名称; compared as

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import cv2
 import numpy as np
@@ -93,6 +93,23 @@ REC_BATCH = {"cpu": 1, "cuda": 6, "tensorrt": 6}
 (and to at least 320 px). On the CPU, where the cost is per input column, one at a time: the
 fallback as the service runs it took 24% less CPU on medium to geometry fixture pages, and read
 every field as before but for flagged ones (docs/benchmarks.md)."""
+
+
+class FullPageReader(Protocol):
+    """What the fallback asks of full-page OCR: :class:`FullPageOCR` in this process, or
+    :class:`~extractor.fullpage_server.RemoteFullPageOCR`, one in a process of its own."""
+
+    @property
+    def setting(self) -> str:
+        """What, besides the image, decides the lines found (:mod:`extractor.label_cache`)."""
+        ...
+
+    def __call__(
+        self,
+        image: np.ndarray,
+        views: Sequence[View] | None = None,
+        keep: Callable[[np.ndarray], bool] | None = None,
+    ) -> list[TextLine]: ...
 
 
 class FullPageOCR:

@@ -55,7 +55,7 @@ from extractor.fields import (
     unconfirmed,
     value_start,
 )
-from extractor.fullpage import FullPageOCR, Provider, TextLine, get_fullpage_ocr, mapped
+from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
 from extractor.parties import (
@@ -233,6 +233,7 @@ class Extractor:
         parties: Parties | str | Path | None = None,
         check_print: bool = False,
         learn_parties: bool = False,
+        fullpage: FullPageReader | None = None,
         **engine_options: object,
     ) -> None:
         """``parties``: a party registry (:mod:`extractor.parties`, or its CSV file) that the
@@ -244,7 +245,9 @@ class Extractor:
         parties :meth:`extract` has read valid in :data:`~extractor.parties.MIN_SEEN`
         documents (:class:`~extractor.parties.PartyLearner`), for the documents after them:
         a batch of one company's invoices names the same parties again and again, and a name
-        the cheap model reads as learned is not read again with the small one."""
+        the cheap model reads as learned is not read again with the small one. ``fullpage``:
+        the fallback's full-page OCR (default: the process's own, loaded on first use), e.g.
+        one in a process a pool's workers share (:mod:`extractor.fullpage_server`)."""
         self.templates = templates or TemplateStore()
         self.parties = load_parties(parties) if isinstance(parties, str | Path) else parties
         self._given_parties = self.parties or Parties({})
@@ -257,12 +260,14 @@ class Extractor:
         self.fallback = fallback
         self.text_layer = text_layer
         self.check_print = check_print
-        self._fullpage = _fullpage_device(engine_options)
+        self._fullpage = fullpage
+        self._fullpage_on = _fullpage_device(engine_options)
         self._reference_labels: dict[tuple[str, Path | None], ReferenceLabels] = {}
 
-    def fullpage_ocr(self) -> FullPageOCR:
-        """The process's full-page OCR on this extractor's device (loaded on first use)."""
-        return get_fullpage_ocr(*self._fullpage)
+    def fullpage_ocr(self) -> FullPageReader:
+        """The full-page OCR given, else the process's on this extractor's device (loaded on
+        first use)."""
+        return self._fullpage or get_fullpage_ocr(*self._fullpage_on)
 
     def extract(
         self,

@@ -292,8 +292,13 @@ async def health(state: State) -> dict[str, Any]:
     if pool.load_errors:  # the API answers, but workers cannot load: say why, for operators
         body["status"] = "degraded"
         body["worker_load_errors"] = {str(s): e for s, e in sorted(pool.load_errors.items())}
+    fullpage = pool.fullpage  # the fallback's full-page OCR, shared by the workers
+    if fullpage is not None:
+        body["fallback_process"] = {"alive": fullpage.alive, "restarts": fullpage.restarts}
     if state.settings.expose_worker_pids:
         body["worker_processes"] = pool.snapshot()
+        if fullpage is not None:
+            body["fallback_process"]["pid"] = fullpage.pid
     return body
 
 

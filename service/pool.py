@@ -35,6 +35,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
+from extractor.fullpage_server import FullPageServer
 from service.settings import Settings
 from service.worker import JobSpec, WorkerConfig, worker_main
 
@@ -116,12 +117,20 @@ class WorkerPool:
         """Slot -> why its last worker could not load its models (cleared when one does)."""
         self.restarts = 0
         self._replacing: set[asyncio.Future[None]] = set()
+        self.fullpage: FullPageServer | None = None
+        """The full-page OCR process the workers share for the fallback (``fallback_process``),
+        or None where each worker loads its own."""
+        if settings.shares_fallback:
+            threads = settings.fallback_threads
+            self.fullpage = FullPageServer("cpu", threads, _thread_env(threads, settings))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
         """Start every worker (models load in the background; see :attr:`ready`)."""
         self._loop = asyncio.get_running_loop()
+        if self.fullpage is not None:  # first: it loads its models while the workers load theirs
+            await asyncio.to_thread(self.fullpage.start)
         await asyncio.gather(*(self._start_worker(slot) for slot in range(self.size)))
         self._tasks = [
             asyncio.create_task(self._dispatch_loop(), name="roi-dispatch"),
@@ -163,6 +172,8 @@ class WorkerPool:
                 self._fail(job, 503, "shutting_down", "the service is shutting down; retry", True)
             worker.inflight.clear()
         self._workers.clear()
+        if self.fullpage is not None:
+            await asyncio.to_thread(self.fullpage.close)
         log.info("worker pool stopped")
 
     @staticmethod
@@ -262,12 +273,7 @@ class WorkerPool:
     def _config(self, slot: int) -> tuple[WorkerConfig, str]:
         s = self.settings
         device = s.device_for(slot)
-        env = {
-            "OMP_NUM_THREADS": str(s.worker_threads),
-            "OPENBLAS_NUM_THREADS": str(s.worker_threads),
-            "MKL_NUM_THREADS": str(s.worker_threads),
-            "ROI_CPU_RUNTIME": s.cpu_runtime,  # read by the worker's recogniser
-        }
+        env = _thread_env(s.worker_threads, s)
         provider = "cpu"
         if device.startswith("cuda:"):
             env["CUDA_VISIBLE_DEVICES"] = device.split(":", 1)[1]
@@ -286,6 +292,7 @@ class WorkerPool:
             check_print=s.check_print,
             learn_parties=s.learn_parties,
             trt_cache_dir=str(s.trt_cache_dir) if s.trt_cache_dir is not None else None,
+            fullpage=self.fullpage.address if self.fullpage is not None else None,
         )
         return config, device
 
@@ -480,6 +487,8 @@ class WorkerPool:
         timeout = self.settings.request_timeout_s
         while True:
             await asyncio.sleep(MONITOR_INTERVAL_S)
+            if self.fullpage is not None and not self.fullpage.alive:
+                await asyncio.to_thread(self.fullpage.check)  # started again (backing off)
             now = time.monotonic()
             for worker in list(self._workers.values()):
                 if worker.gone:
@@ -505,3 +514,13 @@ class WorkerPool:
         if retry_after is True:
             retry_after = self.settings.retry_after_s
         job.future.set_exception(PoolError(status, error, detail, retry_after or None))
+
+
+def _thread_env(threads: int, settings: Settings) -> dict[str, str]:
+    """The environment a pool's process starts with: its thread counts, the CPU runtime."""
+    return {
+        "OMP_NUM_THREADS": str(threads),
+        "OPENBLAS_NUM_THREADS": str(threads),
+        "MKL_NUM_THREADS": str(threads),
+        "ROI_CPU_RUNTIME": settings.cpu_runtime,  # read by a worker's recogniser
+    }

@@ -23,6 +23,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="ONNX Runtime provider on the CUDA devices (default cuda; ROI_GPU_PROVIDER)",
     )
     a("--trt-cache-dir", help="where TensorRT engines are kept (default ~/.cache/roi/trt)")
+    a(
+        "--fallback-process",
+        choices=("auto", "shared", "worker"),
+        help="full-page OCR of the fallback in one process the workers share, or in each "
+        "(default auto: shared on a CPU pool of 2+ workers); ROI_FALLBACK_PROCESS",
+    )
     a("--threads-per-worker", type=int, help="ONNX Runtime threads per worker (default: auto)")
     a("--engine", help="recognition engine every worker loads (default ppocr)")
     a("--parties", help="CSV of known parties (tax_id, name) to check names against; ROI_PARTIES")
@@ -50,9 +56,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def settings_from_args(args: argparse.Namespace) -> Settings:
     names = [
         "host", "port", "workers", "devices", "workers_per_device", "gpu_provider",
-        "trt_cache_dir", "threads_per_worker", "engine", "parties", "check_print",
-        "learn_parties", "max_body_mb", "max_pages", "queue_size", "request_timeout_s",
-        "batch_max_size", "batch_max_wait_ms", "log_level",
+        "trt_cache_dir", "fallback_process", "threads_per_worker", "engine", "parties",
+        "check_print", "learn_parties", "max_body_mb", "max_pages", "queue_size",
+        "request_timeout_s", "batch_max_size", "batch_max_wait_ms", "log_level",
     ]  # fmt: skip
     return Settings.load(**{n: getattr(args, n, None) for n in names})
 

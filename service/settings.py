@@ -53,6 +53,12 @@ class Settings(BaseModel):
     cpu_runtime: CpuRuntime = "auto"
     """What runs the small rec model on CPU workers: ``auto`` takes OpenVINO (bfloat16) where
     the CPU has AMX, else ONNX Runtime (``extractor.engines.openvino_runtime``)."""
+    fallback_process: Literal["auto", "shared", "worker"] = "auto"
+    """Where the fallback's full-page OCR runs: ``shared``, in one process of its own that every
+    worker sends its fallback pages to (they are then read one at a time; a worker stays at
+    its ROI path's size, ~350 instead of ~700 MB: ``extractor.fullpage_server``); ``worker``,
+    in each worker (loaded by the first page it needs); ``auto``, shared on a CPU pool of two
+    workers or more (where it saves memory), else in each worker. On CUDA devices: ``worker``."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
@@ -148,6 +154,28 @@ class Settings(BaseModel):
     def device_list(self) -> list[str]:
         return self.devices.split(",")
 
+    @model_validator(mode="after")
+    def _check_fallback_process(self) -> Settings:
+        if self.fallback_process == "shared" and self.uses_gpu:
+            raise ValueError(
+                "fallback_process shared runs on CPU pools: on CUDA devices each worker reads "
+                "its own fallback pages (set fallback_process to worker or auto)"
+            )
+        return self
+
+    @property
+    def shares_fallback(self) -> bool:
+        """Whether the pool runs the fallback's full-page OCR in a process of its own."""
+        if self.fallback_process == "auto":
+            return not self.uses_gpu and self.worker_count >= 2
+        return self.fallback_process == "shared"
+
+    @property
+    def fallback_threads(self) -> int:
+        """Threads of the shared full-page OCR process: up to 4 (its pages come one at a time,
+        and a worker waiting for one leaves its cores idle meanwhile)."""
+        return max(1, min(_cpu_count(), 4))
+
     @property
     def uses_gpu(self) -> bool:
         return self.devices != "cpu"
@@ -196,6 +224,7 @@ class Settings(BaseModel):
         data = self.model_dump(mode="json")
         data["worker_count"] = self.worker_count
         data["worker_threads"] = self.worker_threads
+        data["shares_fallback"] = self.shares_fallback
         return json.dumps(data, sort_keys=True)
 
     def log(self) -> None:

@@ -29,6 +29,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Literal
 
 from extractor import memory
+from extractor.fullpage_server import Address
 
 log = logging.getLogger("roi.service.worker")
 
@@ -63,6 +64,9 @@ class WorkerConfig:
     check_print: bool = False  # read the print of the fields the QR code states too
     learn_parties: bool = False  # register the parties read in two documents (Extractor)
     trt_cache_dir: str | None = None  # TensorRT engines (None: the engine's default)
+    fullpage: Address | None = None
+    """Where the pool's full-page OCR process listens (the fallback's pages are sent there);
+    None: the worker loads its own on the first page that needs it."""
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -141,11 +145,17 @@ class _Runner:
             options = {"provider": config.provider, "threads": config.threads}
             if config.provider == "tensorrt" and config.trt_cache_dir:
                 options["trt_cache_dir"] = config.trt_cache_dir
+        fullpage = None
+        if config.fullpage is not None:
+            from extractor.fullpage_server import RemoteFullPageOCR
+
+            fullpage = RemoteFullPageOCR(config.fullpage)
         self.extractor = Extractor(
             engine=config.engine,
             parties=config.parties,
             check_print=config.check_print,
             learn_parties=config.learn_parties,
+            fullpage=fullpage,
             **options,
         )
         self.conn = conn

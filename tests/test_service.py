@@ -62,6 +62,7 @@ class Server:
             try:
                 if self.client.get("/ready", timeout=2).status_code == 200:
                     self.worker_pids |= set(self.pids())
+                    self.worker_pids |= {self.fallback_pid()} - {None}
                     return
             except httpx.TransportError:
                 pass
@@ -73,6 +74,10 @@ class Server:
 
     def pids(self) -> list[int]:
         return [w["pid"] for w in self.health()["worker_processes"] if w["pid"]]
+
+    def fallback_pid(self) -> int | None:
+        """The pid of the full-page OCR process the workers share, if they share one."""
+        return self.health().get("fallback_process", {}).get("pid")
 
     def stop(self) -> None:
         self.client.close()
@@ -206,6 +211,9 @@ def test_health_ready_and_pids(main: Server) -> None:
     assert health["workers"] == 2 and health["workers_ready"] == 2
     assert len(main.pids()) == 2
     assert main.client.get("/ready").json()["ready"] is True
+    # two CPU workers share one process for the fallback's full-page OCR (fallback_process auto)
+    assert health["fallback_process"]["alive"] is True
+    assert main.fallback_pid() not in main.pids()
 
 
 def test_templates(main: Server) -> None:
@@ -489,6 +497,32 @@ def test_killed_worker_loses_no_request_and_pool_recovers(
     assert "roi_worker_restarts_total 1.0" in main.client.get("/metrics").text
     again = main.client.post("/extract?template=vat_invoice&fallback=never", content=docs[0][1])
     assert again.status_code == 200
+
+
+def test_a_killed_fallback_process_is_started_again(main: Server) -> None:
+    """The workers' shared full-page OCR dies: the pool starts it again and the pages that need
+    the fallback are read as before (in-process, the same fields)."""
+    from extractor.pipeline import Extractor
+
+    page = ROOT / "fixtures/heavy/vat_invoice_0037.jpg"  # its invoice code: by the fallback
+    killed = main.fallback_pid()
+    assert killed is not None
+    os.kill(killed, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        process = main.health()["fallback_process"]
+        if process["alive"] and process["pid"] != killed:
+            break
+        time.sleep(0.1)
+    assert process["pid"] != killed and process["restarts"] >= 1, process
+    main.worker_pids.add(process["pid"])
+    r = main.client.post("/extract?template=vat_invoice", content=page.read_bytes())
+    assert r.status_code == 200, r.text
+    got = r.json()["pages"][0]["fields"]
+    assert "fallback" in {f["source"] for f in got.values()}
+    local = json.loads(Extractor().extract(page, "vat_invoice").model_dump_json())
+    assert _values(r.json()) == _values(local)
+    assert "full-page OCR process died" in main.log_path.read_text(errors="replace")
 
 
 def test_metrics(main: Server) -> None:
