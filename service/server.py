@@ -25,9 +25,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     a("--trt-cache-dir", help="where TensorRT engines are kept (default ~/.cache/roi/trt)")
     a(
         "--fallback-process",
-        choices=("auto", "shared", "worker"),
-        help="full-page OCR of the fallback in one process the workers share, or in each "
-        "(default auto: shared on a CPU pool of 2+ workers); ROI_FALLBACK_PROCESS",
+        choices=("worker", "shared"),
+        help="the fallback's full-page OCR in each worker, or in one process the CPU workers "
+        "share (less memory, fallback pages read one at a time; default worker); "
+        "ROI_FALLBACK_PROCESS",
     )
     a("--threads-per-worker", type=int, help="ONNX Runtime threads per worker (default: auto)")
     a("--engine", help="recognition engine every worker loads (default ppocr)")

@@ -53,12 +53,12 @@ class Settings(BaseModel):
     cpu_runtime: CpuRuntime = "auto"
     """What runs the small rec model on CPU workers: ``auto`` takes OpenVINO (bfloat16) where
     the CPU has AMX, else ONNX Runtime (``extractor.engines.openvino_runtime``)."""
-    fallback_process: Literal["auto", "shared", "worker"] = "auto"
-    """Where the fallback's full-page OCR runs: ``shared``, in one process of its own that every
-    worker sends its fallback pages to (they are then read one at a time; a worker stays at
-    its ROI path's size, ~350 instead of ~700 MB: ``extractor.fullpage_server``); ``worker``,
-    in each worker (loaded by the first page it needs); ``auto``, shared on a CPU pool of two
-    workers or more (where it saves memory), else in each worker. On CUDA devices: ``worker``."""
+    fallback_process: Literal["worker", "shared"] = "worker"
+    """Where the fallback's full-page OCR runs: ``worker``, in each worker (loaded by the first
+    page that needs it); ``shared``, in one process of its own that the CPU workers send their
+    fallback pages to, read one at a time: each worker then stays at the ROI path's size (~370
+    instead of ~550 MB here), for a pool that is short of memory, at the cost of throughput
+    where many pages take the fallback (``extractor.fullpage_server``, docs/service.md)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
@@ -158,23 +158,10 @@ class Settings(BaseModel):
     def _check_fallback_process(self) -> Settings:
         if self.fallback_process == "shared" and self.uses_gpu:
             raise ValueError(
-                "fallback_process shared runs on CPU pools: on CUDA devices each worker reads "
-                "its own fallback pages (set fallback_process to worker or auto)"
+                "fallback_process shared is for CPU pools: on CUDA devices each worker reads "
+                "its own fallback pages (leave fallback_process at worker)"
             )
         return self
-
-    @property
-    def shares_fallback(self) -> bool:
-        """Whether the pool runs the fallback's full-page OCR in a process of its own."""
-        if self.fallback_process == "auto":
-            return not self.uses_gpu and self.worker_count >= 2
-        return self.fallback_process == "shared"
-
-    @property
-    def fallback_threads(self) -> int:
-        """Threads of the shared full-page OCR process: up to 4 (its pages come one at a time,
-        and a worker waiting for one leaves its cores idle meanwhile)."""
-        return max(1, min(_cpu_count(), 4))
 
     @property
     def uses_gpu(self) -> bool:
@@ -224,7 +211,6 @@ class Settings(BaseModel):
         data = self.model_dump(mode="json")
         data["worker_count"] = self.worker_count
         data["worker_threads"] = self.worker_threads
-        data["shares_fallback"] = self.shares_fallback
         return json.dumps(data, sort_keys=True)
 
     def log(self) -> None:

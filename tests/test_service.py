@@ -1,6 +1,7 @@
 """The service end to end: the real server as a subprocess on a free loopback port, called with
-httpx. Two servers: ``main`` (2 workers, batching) and ``tight`` (1 worker, queue of 1, short
-timeout) for backpressure, hung workers and graceful shutdown."""
+httpx. Two servers: ``main`` (2 workers, batching, their fallback in a shared process) and
+``tight`` (1 worker, queue of 1, short timeout; its fallback its own) for backpressure, hung
+workers and graceful shutdown."""
 
 from __future__ import annotations
 
@@ -103,6 +104,7 @@ def main(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         "ROI_REQUEST_TIMEOUT_S": "30",
         "ROI_MAX_BODY_MB": "2",
         "ROI_MAX_PAGES": "3",
+        "ROI_FALLBACK_PROCESS": "shared",  # the workers' fallback pages read in one process
     }
     server = Server("main", env, tmp_path_factory.mktemp("service"))
     try:
@@ -211,7 +213,7 @@ def test_health_ready_and_pids(main: Server) -> None:
     assert health["workers"] == 2 and health["workers_ready"] == 2
     assert len(main.pids()) == 2
     assert main.client.get("/ready").json()["ready"] is True
-    # two CPU workers share one process for the fallback's full-page OCR (fallback_process auto)
+    # the two workers share one process for the fallback's full-page OCR (fallback_process)
     assert health["fallback_process"]["alive"] is True
     assert main.fallback_pid() not in main.pids()
 

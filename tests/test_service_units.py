@@ -161,27 +161,23 @@ def test_learning_the_parties_reaches_every_worker() -> None:
     assert config.learn_parties  # each worker's Extractor learns
 
 
-def test_cpu_workers_share_one_fallback_process() -> None:
-    """``fallback_process``: auto shares one full-page OCR process on a CPU pool of two workers
-    or more (each worker is told where it listens); a GPU pool and a lone worker read their own
-    fallback pages; shared on GPUs is refused at start, saying what to set."""
-    shared = _pool(Settings.load({}, workers=2))
+def test_cpu_workers_can_share_one_fallback_process() -> None:
+    """``fallback_process``: by default each worker reads its own fallback pages; ``shared``
+    has a CPU pool start one full-page OCR process, and each worker is told where it listens;
+    shared on GPUs is refused at start, saying what to set."""
+    shared = _pool(Settings.load({"ROI_FALLBACK_PROCESS": "shared"}, workers=2))
     assert shared.fullpage is not None and not shared.fullpage.alive  # started by start()
+    assert shared.fullpage.threads == shared.settings.worker_threads
     assert {shared._config(i)[0].fullpage for i in range(2)} == {shared.fullpage.address}
-    assert '"shares_fallback": true' in shared.settings.describe()
-    for settings in (
-        Settings.load({}, workers=1),
-        Settings.load({"ROI_FALLBACK_PROCESS": "worker"}, workers=2),
-        Settings.load({}, devices="cuda:0", workers_per_device=2),
-    ):
+    assert '"fallback_process": "shared"' in shared.settings.describe()
+    for settings in (Settings.load({}, workers=2), Settings.load({}, devices="cuda:0")):
         pool = _pool(settings)
         assert pool.fullpage is None and pool._config(0)[0].fullpage is None
-    assert _pool(Settings.load({}, workers=1, fallback_process="shared")).fullpage is not None
-    with pytest.raises(ValueError, match="fallback_process shared runs on CPU pools"):
+    with pytest.raises(ValueError, match="fallback_process shared is for CPU pools"):
         Settings.load({}, devices="cuda:0", fallback_process="shared")
     with pytest.raises(ValueError, match="fallback_process"):
         Settings.load({"ROI_FALLBACK_PROCESS": "nearby"})
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    args = parser.parse_args(["--fallback-process", "worker"])
-    assert settings_from_args(args).fallback_process == "worker"
+    args = parser.parse_args(["--fallback-process", "shared"])
+    assert settings_from_args(args).fallback_process == "shared"
