@@ -236,10 +236,25 @@ def _machine() -> dict[str, Any]:
             versions[pkg] = "-"
     return {
         "cpu": cpu,
+        "isa": _isa(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "versions": versions,
     }
+
+
+ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
+"""The CPU flags that decide which runtime is faster here (extractor.engines.openvino_runtime)."""
+
+
+def _isa() -> list[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return [f for f in ISA_FLAGS if f in line.split(":", 1)[1].split()]
+    except OSError:
+        pass
+    return []
 
 
 # -- the report --------------------------------------------------------------------------------
@@ -364,7 +379,9 @@ def render(results: dict[str, Any], out: Path) -> None:
     add = lines.append
     m = results["machine"]
     add(
-        f"Measured {results['date']} on {m['cores']} cores ({m['cpu']}), Python {m['python']}, "
+        f"Measured {results['date']} on {m['cores']} cores ({m['cpu']}"
+        + (f"; {', '.join(m['isa'])}" if m.get("isa") else "")
+        + f"), Python {m['python']}, "
         + ", ".join(f"{k} {v}" for k, v in m["versions"].items())
         + f". Load averages (1/5 min) at start {results['load_start'][0]:.1f}/"
         f"{results['load_start'][1]:.1f}, at end {results['load_end'][0]:.1f}/"

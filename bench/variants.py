@@ -167,7 +167,7 @@ def _shipped() -> Recognizer:
 
 def _other_runtime() -> Recognizer:
     """The shipped engine with small on the CPU runtime ``auto`` did not take here (ONNX
-    Runtime where the CPU has AMX, else OpenVINO): what the choice is worth on this CPU."""
+    Runtime on a bfloat16 CPU, else OpenVINO): what the choice is worth on this CPU."""
     other = "onnxruntime" if resolve_cpu_runtime() == "openvino" else "openvino"
     return counted(ppocr_engine(threads=1, cpu_runtime=other))
 
@@ -231,7 +231,7 @@ def _graph(level: str) -> Callable[[], PPOCRRecognizer]:
 
 SHIPPED_LABEL = (
     f"as shipped: `ppocr` engine = PP-OCRv6 tiny, then small where a char < {MIN_CHAR_CONFIDENCE}"
-    " (names: small); small on OpenVINO (bf16) where the CPU has AMX, else ORT"
+    " (names: small); small on OpenVINO (bf16) on a bfloat16 CPU (AMX, AVX-512 BF16), else ORT"
 )
 ENGINES: dict[str, EngineVariant] = {
     v.key: v
@@ -294,7 +294,7 @@ ENGINES: dict[str, EngineVariant] = {
         EngineVariant("ov-f32", "small alone on OpenVINO CPU, f32", lambda m: _openvino("f32")),
         EngineVariant(
             "other-runtime",
-            "as shipped, small on the other CPU runtime (ORT where the CPU has AMX, else OpenVINO)",
+            "as shipped, small on the other CPU runtime (ORT on a bfloat16 CPU, else OpenVINO)",
             lambda m: _other_runtime(),
         ),
     ]

@@ -20,8 +20,8 @@ EXIT_OK, EXIT_REVIEW, EXIT_ERROR = 0, 1, 2
 DEVICES = ("cpu", "cuda", "tensorrt")
 DEVICE_HELP = (
     "where the ppocr recogniser runs: ONNX Runtime's CPU, CUDA or TensorRT provider "
-    "(the last two need the gpu extra); on a CPU with AMX, cpu runs the small model on "
-    "OpenVINO in bfloat16 (ROI_CPU_RUNTIME=onnxruntime|openvino|auto)"
+    "(the last two need the gpu extra); on a CPU with AMX or AVX-512 BF16, cpu runs the small "
+    "model on OpenVINO in bfloat16 (ROI_CPU_RUNTIME=onnxruntime|openvino|auto)"
 )
 
 PARTIES_HELP = (

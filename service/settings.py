@@ -52,7 +52,8 @@ class Settings(BaseModel):
     """Where TensorRT engines are kept (default ``~/.cache/roi/trt``)."""
     cpu_runtime: CpuRuntime = "auto"
     """What runs the small rec model on CPU workers: ``auto`` takes OpenVINO (bfloat16) where
-    the CPU has AMX, else ONNX Runtime (``extractor.engines.openvino_runtime``)."""
+    the CPU computes in bfloat16 (AMX, AVX-512 BF16), else ONNX Runtime
+    (``extractor.engines.openvino_runtime``)."""
     fallback_process: Literal["worker", "shared"] = "worker"
     """Where the fallback's full-page OCR runs: ``worker``, in each worker (loaded by the first
     page that needs it); ``shared``, in one process of its own that the CPU workers send their

@@ -1,6 +1,6 @@
 """The small PP-OCR model on OpenVINO's CPU plugin: which runtime a CPU recogniser takes, and
-that the same model file, run there (bfloat16 on a CPU with AMX, else float32), reads real
-fixture pages right."""
+that the same model file, run there (bfloat16 on a CPU with AMX or AVX-512 BF16, else float32),
+reads real fixture pages right."""
 
 import json
 from pathlib import Path
@@ -43,7 +43,7 @@ def test_openvino_reads_a_page_as_onnx_runtime_does(
     on_openvino: PPOCRRecognizer, on_ort: PPOCRRecognizer, name: str
 ) -> None:
     """Every crop of a real page read the same text on both runtimes; confidences close (in
-    bfloat16 on a CPU with AMX they differ in the second or third decimal)."""
+    bfloat16 they differ in the second or third decimal)."""
     crops, allowlists, fields, _ = page_crops(name)
     got = on_openvino.recognize(crops, allowlists)
     want = on_ort.recognize(crops, allowlists)
@@ -90,11 +90,26 @@ def test_a_page_through_the_pipeline_on_openvino(monkeypatch: pytest.MonkeyPatch
     assert all(page.fields[f].valid for f in expected)
 
 
+@pytest.mark.parametrize(
+    ("flags", "bf16"),
+    [
+        ("fpu sse2 avx2 avx512f avx512_vnni", False),  # AVX-512 without BF16 (Ice Lake)
+        ("fpu avx2 avx512f avx512_bf16 avx512_vnni", True),  # AMD EPYC Zen 4
+        ("fpu avx2 avx512f avx512_bf16 amx_bf16 amx_tile amx_int8", True),  # Sapphire Rapids
+        ("fpu sse2 avx avx2 fma", False),
+    ],
+)
+def test_a_bfloat16_cpu_is_told_by_its_flags(tmp_path, flags: str, bf16: bool) -> None:
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nmodel name\t: a CPU\nflags\t\t: {flags}\n\n")
+    assert openvino_runtime.cpu_has_bf16(str(cpuinfo)) is bf16
+
+
 def test_which_runtime_a_cpu_recogniser_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ROI_CPU_RUNTIME", raising=False)
-    monkeypatch.setattr(openvino_runtime, "cpu_has_amx", lambda: False)
-    assert resolve_cpu_runtime() == "onnxruntime"  # no AMX: ONNX Runtime is the faster
-    monkeypatch.setattr(openvino_runtime, "cpu_has_amx", lambda: True)
+    monkeypatch.setattr(openvino_runtime, "cpu_has_bf16", lambda: False)
+    assert resolve_cpu_runtime() == "onnxruntime"  # float32 only: ONNX Runtime is the faster
+    monkeypatch.setattr(openvino_runtime, "cpu_has_bf16", lambda: True)
     assert resolve_cpu_runtime() == "openvino"
     assert resolve_cpu_runtime("onnxruntime") == "onnxruntime"
     monkeypatch.setenv("ROI_CPU_RUNTIME", "onnxruntime")

@@ -149,7 +149,7 @@ def ppocr_engine(cascade: bool | None = None, **options: object) -> Recognizer:
         return full
     shared = {k: v for k, v in options.items() if k in ("threads", "max_batch")}
     try:
-        # tiny stays on ONNX Runtime where small runs on OpenVINO (a CPU with AMX): in bfloat16
+        # tiny stays on ONNX Runtime where small runs on OpenVINO (bfloat16 CPUs): in bfloat16
         # it gains 1.3x on its crops and read 2 of 3,792 fresh fields fewer (docs/benchmarks.md)
         fast = PPOCRRecognizer(
             model="PP-OCRv6-tiny",

@@ -1,18 +1,20 @@
 """The PP-OCR recogniser's network on OpenVINO's CPU plugin, where that is the faster runtime.
 
-On a CPU with AMX (Intel Xeon since the 4th generation, Sapphire Rapids) OpenVINO runs the
-model's convolutions in bfloat16 on the matrix units: the PP-OCRv6 small model read the
-fixtures' crops in 60 CPU ms per page against 134 on ONNX Runtime (one core, the same
-reads on 250 of 252 crops, the same fields right; docs/benchmarks.md). Without AMX both run
-float32 and ONNX Runtime is the faster (measured on AVX2 CPUs), so ``auto`` keeps it there.
-OpenVINO keeps buffers for the largest input it has run, and ~7 MB of kernels per input shape
-(hence crops padded to 15 widths there, ``ppocr.OPENVINO_WIDTHS``): a worker's peak on the
-bench's pages is 340 against 278 MB on ONNX Runtime, and a whole page read by the fallback's
-full-page OCR on top of it reached ~700 against ~550 MB over every fixture (``make bench``
-measures that worker).
+On a CPU that computes in bfloat16 OpenVINO runs the model's convolutions in it: on AMX's
+matrix units (Intel Xeon since the 4th generation, Sapphire Rapids) the PP-OCRv6 small model
+read the fixtures' crops in 60 CPU ms per page against 134 on ONNX Runtime (one core, the same
+reads on 250 of 252 crops, the same fields right); with AVX-512 BF16 alone (AMD EPYC since Zen
+4, Intel Cooper Lake) in 120 against 199-214 (84 crops, every one read the same;
+docs/benchmarks.md). Without either both run float32 and ONNX Runtime is the faster (measured
+on AVX2 CPUs), so ``auto`` keeps it there. OpenVINO keeps buffers for the largest input it has
+run, and ~7 MB of kernels per input shape (hence crops padded to 15 widths there,
+``ppocr.OPENVINO_WIDTHS``): a worker's peak on the bench's pages is 340 against 278 MB on ONNX
+Runtime, and a whole page read by the fallback's full-page OCR on top of it reached ~700
+against ~550 MB over every fixture (``make bench`` measures that worker; the service can keep
+full-page OCR out of its workers, ``ROI_FALLBACK_PROCESS=shared``).
 
-``ROI_CPU_RUNTIME`` chooses: ``auto`` (default: OpenVINO where the CPU has AMX and the
-``openvino`` package, a dependency, is installed), ``onnxruntime`` or ``openvino`` (insisted
+``ROI_CPU_RUNTIME`` chooses: ``auto`` (default: OpenVINO where the CPU computes in bfloat16 and
+the ``openvino`` package, a dependency, is installed), ``onnxruntime`` or ``openvino`` (insisted
 on: a missing package is an error naming it). GPU providers always run on ONNX Runtime.
 """
 
@@ -32,14 +34,19 @@ CpuRuntime = Literal["auto", "onnxruntime", "openvino"]
 CPU_RUNTIMES: tuple[str, ...] = get_args(CpuRuntime)
 
 
+BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+"""The CPU flags (Linux) under which OpenVINO's CPU plugin infers in bfloat16 by default: AMX's
+tiles, or AVX-512's BF16 dot products."""
+
+
 @cache
-def cpu_has_amx() -> bool:
-    """Whether this CPU has AMX's bfloat16 tiles (Linux: the ``amx_bf16`` flag)."""
+def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes in bfloat16 (one of :data:`BF16_FLAGS` in ``cpuinfo``)."""
     try:
-        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+        with open(cpuinfo, encoding="ascii", errors="replace") as info:
             for line in info:
                 if line.startswith("flags"):
-                    return "amx_bf16" in line.split()
+                    return not BF16_FLAGS.isdisjoint(line.split(":", 1)[-1].split())
     except OSError:
         pass
     return False
@@ -63,7 +70,7 @@ def resolve_cpu_runtime(runtime: str | None = None) -> Literal["onnxruntime", "o
                 "(a dependency of roi) is not installed: pip install 'openvino>=2024.4'"
             )
         return "openvino"
-    if wanted == "auto" and cpu_has_amx() and openvino_installed():
+    if wanted == "auto" and cpu_has_bf16() and openvino_installed():
         return "openvino"
     return "onnxruntime"
 

