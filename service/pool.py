@@ -120,8 +120,8 @@ class WorkerPool:
         self.fullpage: FullPageServer | None = None
         """The full-page OCR process the workers share for the fallback (``fallback_process``),
         or None where each worker loads its own."""
-        if settings.fallback_process == "shared":  # as many threads as a worker: no more
-            threads = settings.worker_threads  # than the pool's cores (2 on 2 read slower)
+        if settings.fallback_process == "shared":  # a worker's threads: more compete with the
+            threads = settings.worker_threads  # workers for the cores (docs/benchmarks.md)
             self.fullpage = FullPageServer("cpu", threads, _thread_env(threads, settings))
 
     # -- lifecycle ----------------------------------------------------------------------------
