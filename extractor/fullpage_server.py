@@ -2,12 +2,12 @@
 
 The fallback's full-page OCR (:class:`~extractor.fullpage.FullPageOCR`) is what makes a worker
 large: over every fixture a worker that only runs the ROI path peaks at ~440 MB, one that also
-reads whole pages at ~660 MB (small on OpenVINO; ~370 and ~550 on ONNX Runtime). Loaded once in a process
-of its own, it costs that memory once for a pool instead of once per worker. Pages are sent to
-it over a local socket (a few ms for a 2000 x 1300 page) and read one at a time, in the order
-they come: a pool's fallback pages no longer run side by side, which costs throughput where
-many pages take the fallback (22-31% over every fixture, 2 workers: docs/benchmarks.md, *The
-fallback's process*). Hence the service's ``fallback_process`` is ``worker`` unless asked.
+reads whole pages at ~660 MB (small on OpenVINO; ~370 and ~550 on ONNX Runtime). Loaded once in
+a process of its own, it costs that memory once for a pool instead of once per worker. Pages
+are sent to it over a local socket (a few ms for a 2000 x 1300 page) and read one at a time, in
+the order they come: a pool's fallback pages no longer run side by side, which costs throughput
+where many pages take the fallback (22-31% over every fixture, 2 workers: docs/benchmarks.md,
+*The fallback's process*). Hence the service's ``fallback_process`` is ``worker`` unless asked.
 
 :class:`FullPageServer` (in the pool's process) starts the process and starts it again when it
 dies; :class:`RemoteFullPageOCR` (in a worker) is a :class:`~extractor.fullpage.FullPageReader`

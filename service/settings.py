@@ -58,8 +58,9 @@ class Settings(BaseModel):
     """Where the fallback's full-page OCR runs: ``worker``, in each worker (loaded by the first
     page that needs it); ``shared``, in one process of its own that the CPU workers send their
     fallback pages to, read one at a time: each worker then stays at the ROI path's size (~440
-    instead of ~660 MB over every fixture on OpenVINO), for a pool that is short of memory, at the cost of throughput
-    where many pages take the fallback (``extractor.fullpage_server``, docs/service.md)."""
+    instead of ~660 MB over every fixture on OpenVINO), for a pool that is short of memory, at
+    the cost of throughput where many pages take the fallback (``extractor.fullpage_server``,
+    docs/service.md)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
