@@ -29,7 +29,7 @@ from extractor.bend import Bend
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
-from extractor.errors import TemplateError
+from extractor.errors import EngineError, TemplateError
 from extractor.fallback import (
     LabelAlignment,
     ReferenceLabels,
@@ -614,12 +614,21 @@ class Extractor:
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
+        missed = None  # why the fallback could not run, on a page the template's boxes read
         if self._wants_fallback(prepared, fields):
-            with _timed(prepared.timings, "fallback"):
-                fields, labels = self._fallback(prepared, fields)
+            try:
+                with _timed(prepared.timings, "fallback"):
+                    fields, labels = self._fallback(prepared, fields)
+            except EngineError as exc:
+                if registration is None:  # nothing read without it
+                    raise
+                missed, labels = f"the fallback could not run ({exc}); fields left flagged", None
             if registration is None and labels is not None:
                 registration = "labels"
-        return _conclude(prepared, fields, registration, self.parties)
+        result = _conclude(prepared, fields, registration, self.parties)
+        if missed:
+            result.message = f"{result.message}; {missed}" if result.message else missed
+        return result
 
     def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
         """Fields (and second prints) that failed their checks and whose print runs out of their

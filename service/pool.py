@@ -35,7 +35,7 @@ from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from extractor.fullpage_server import FullPageServer
+from extractor.fullpage_server import CONNECT_WAIT_S, FullPageServer
 from service.settings import Settings
 from service.worker import JobSpec, WorkerConfig, worker_main
 
@@ -293,6 +293,8 @@ class WorkerPool:
             learn_parties=s.learn_parties,
             trt_cache_dir=str(s.trt_cache_dir) if s.trt_cache_dir is not None else None,
             fullpage=self.fullpage.address if self.fullpage is not None else None,
+            # a page gives up on it before the worker would be taken for hung and killed
+            fullpage_wait_s=min(CONNECT_WAIT_S, s.request_timeout_s / 2),
         )
         return config, device
 

@@ -67,6 +67,8 @@ class WorkerConfig:
     fullpage: Address | None = None
     """Where the pool's full-page OCR process listens (the fallback's pages are sent there);
     None: the worker loads its own on the first page that needs it."""
+    fullpage_wait_s: float = 60.0
+    """How long a page waits for that process to take it (it may be starting again)."""
 
 
 def error_payload(exc: BaseException) -> tuple[int, dict[str, str]]:
@@ -149,7 +151,7 @@ class _Runner:
         if config.fullpage is not None:
             from extractor.fullpage_server import RemoteFullPageOCR
 
-            fullpage = RemoteFullPageOCR(config.fullpage)
+            fullpage = RemoteFullPageOCR(config.fullpage, config.fullpage_wait_s)
         self.extractor = Extractor(
             engine=config.engine,
             parties=config.parties,

@@ -82,6 +82,24 @@ def test_a_worker_outlives_the_process_dying(server: FullPageServer) -> None:
     assert all(np.array_equal(a.quad, b.quad) for a, b in zip(after, before, strict=True))
 
 
+def test_a_page_whose_fallback_cannot_run_keeps_what_its_boxes_read() -> None:
+    """Nothing listens where the fallback's pages are sent: a registered page keeps its ROI
+    fields (those in doubt flagged) and says why; a page only the fallback could read fails."""
+    gone = RemoteFullPageOCR(FullPageServer().address, wait_s=0.3)  # never started
+    extractor = Extractor(threads=1, fullpage=gone)
+    page = extractor.extract(FALLBACK_PAGE, "vat_invoice").pages[0]
+    own = Extractor(threads=1, fallback="never").extract(FALLBACK_PAGE, "vat_invoice").pages[0]
+    assert page.status == "needs_review" and page.registration == "frame"
+    assert "the fallback could not run (the full-page OCR process did not answer" in page.message
+    assert {k: (f.value, f.valid, f.source) for k, f in page.fields.items()} == {
+        k: (f.value, f.valid, f.source) for k, f in own.fields.items()
+    }
+    blank = np.full((1300, 2000, 3), 255, np.uint8)
+    png = cv2.imencode(".png", blank)[1].tobytes()
+    with pytest.raises(EngineError, match=r"did not answer within 0\.3 s"):
+        extractor.extract(png, "vat_invoice")
+
+
 def test_the_process_ends_with_the_one_that_started_it(tmp_path: Path) -> None:
     """A pool killed outright (no chance to close it) leaves no full-page OCR behind."""
     script = (

@@ -169,6 +169,8 @@ def test_cpu_workers_can_share_one_fallback_process() -> None:
     assert shared.fullpage is not None and not shared.fullpage.alive  # started by start()
     assert shared.fullpage.threads == shared.settings.worker_threads
     assert {shared._config(i)[0].fullpage for i in range(2)} == {shared.fullpage.address}
+    # a page gives up on it (500) before its worker, waiting, would be killed as hung (504)
+    assert shared._config(0)[0].fullpage_wait_s < shared.settings.request_timeout_s
     assert '"fallback_process": "shared"' in shared.settings.describe()
     for settings in (Settings.load({}, workers=2), Settings.load({}, devices="cuda:0")):
         pool = _pool(settings)
