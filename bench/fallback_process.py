@@ -80,7 +80,14 @@ async def send_all(
     return row, answers
 
 
-def measure(mode: str, workers: int, docs: list[tuple[str, bytes]], args: argparse.Namespace):
+Measured = tuple[Row, dict[str, object], list[float], float]
+"""The row, each document's answer, the workers' peaks and the shared process's (MB; 0: none)."""
+
+
+def measure(
+    mode: str, workers: int, docs: list[tuple[str, bytes]], args: argparse.Namespace
+) -> Measured:
+    """The service started with ``fallback_process`` ``mode``, sent every document."""
     proc, url = start_server(workers, {"ROI_FALLBACK_PROCESS": mode, "ROI_EXPOSE_WORKER_PIDS": "1"})
     try:
         row, answers = asyncio.run(send_all(url, docs, args.concurrency, args.rounds))
