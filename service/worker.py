@@ -26,10 +26,12 @@ import time
 import traceback
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from extractor import memory
-from extractor.fullpage_server import Address
+
+if TYPE_CHECKING:
+    from extractor.fullpage_server import Address
 
 log = logging.getLogger("roi.service.worker")
 
