@@ -115,7 +115,15 @@ class FullPageReader(Protocol):
 class FullPageOCR:
     """RapidOCR over a whole page; loaded once per process (see :func:`get_fullpage_ocr`)."""
 
-    def __init__(self, provider: Provider = "cpu", threads: int = 0, cache_dir: str | None = None):
+    def __init__(
+        self,
+        provider: Provider = "cpu",
+        threads: int = 0,
+        cache_dir: str | None = None,
+        spin: bool = True,
+    ):
+        """``spin`` False: the detector's threads wait for work asleep, not spinning (a process
+        that shares its cores with others: :mod:`extractor.fullpage_server`)."""
         try:
             from rapidocr import RapidOCR
         except ImportError as exc:  # pragma: no cover - rapidocr is a core dependency
@@ -143,7 +151,7 @@ class FullPageOCR:
         try:
             self._engine = RapidOCR(params=params)
             if provider == "cpu":
-                self._lean_detector(threads)
+                self._lean_detector(threads, spin)
         except Exception as exc:
             raise EngineError(f"cannot start full-page OCR ({provider}): {exc}") from exc
         self.provider = provider
@@ -153,7 +161,7 @@ class FullPageOCR:
         )
         """What, besides the image, decides the lines found (:mod:`extractor.label_cache`)."""
 
-    def _lean_detector(self, threads: int) -> None:
+    def _lean_detector(self, threads: int, spin: bool = True) -> None:
         """Give RapidOCR's text detector a session with ONNX Runtime's *extended* graph
         optimisations instead of *all*: the layout transforms that *all* adds hold larger
         intermediate tensors. Measured on one thread with a 1600 x 928 input: peak RSS 329 instead
@@ -172,6 +180,8 @@ class FullPageOCR:
         options.log_severity_level = 3
         if threads:
             options.intra_op_num_threads = threads
+        if not spin:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         detector.session.session = ort.InferenceSession(
             path,
             sess_options=options,
@@ -251,12 +261,14 @@ def _keeping(
     return only_kept
 
 
-_CACHE: dict[tuple[str, int], FullPageOCR] = {}
+_CACHE: dict[tuple[str, int, bool], FullPageOCR] = {}
 
 
-def get_fullpage_ocr(provider: Provider = "cpu", threads: int = 0) -> FullPageOCR:
+def get_fullpage_ocr(
+    provider: Provider = "cpu", threads: int = 0, spin: bool = True
+) -> FullPageOCR:
     """The process's full-page OCR (loaded on first use: the ROI path never pays for it)."""
-    key = (provider, threads)
+    key = (provider, threads, spin)
     if key not in _CACHE:
-        _CACHE[key] = FullPageOCR(provider, threads)
+        _CACHE[key] = FullPageOCR(provider, threads, spin=spin)
     return _CACHE[key]

@@ -6,7 +6,7 @@ reads whole pages at ~660 MB (small on OpenVINO; ~370 and ~550 on ONNX Runtime).
 a process of its own, it costs that memory once for a pool instead of once per worker. Pages
 are sent to it over a local socket (a few ms for a 2000 x 1300 page) and read one at a time, in
 the order they come: a pool's fallback pages no longer run side by side, which costs throughput
-where many pages take the fallback (22-31% over every fixture, 2 workers: docs/benchmarks.md,
+where many pages take the fallback (15% over every fixture, 2 workers: docs/benchmarks.md,
 *The fallback's process*). Hence the service's ``fallback_process`` is ``worker`` unless asked.
 
 :class:`FullPageServer` (in the pool's process) starts the process and starts it again when it
@@ -69,7 +69,7 @@ def serve(
     logging.basicConfig(level=logging.INFO, format="%(asctime)s fullpage %(levelname)s %(message)s")
     threading.Thread(target=_exit_with, args=(owner,), daemon=True).start()
     with Listener(address.name, "AF_UNIX", authkey=address.authkey) as listener:
-        ocr = get_fullpage_ocr(provider, threads)
+        ocr = get_fullpage_ocr(provider, threads, spin=False)  # its cores are the workers' too
         one_at_a_time = threading.Lock()
         log.info("full-page OCR ready (pid %d, %s)", os.getpid(), ocr.setting)
         while True:

@@ -120,8 +120,8 @@ class WorkerPool:
         self.fullpage: FullPageServer | None = None
         """The full-page OCR process the workers share for the fallback (``fallback_process``),
         or None where each worker loads its own."""
-        if settings.fallback_process == "shared":  # a worker's threads: more compete with the
-            threads = settings.worker_threads  # workers for the cores (docs/benchmarks.md)
+        if settings.fallback_process == "shared":
+            threads = settings.fallback_threads
             self.fullpage = FullPageServer("cpu", threads, _thread_env(threads, settings))
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import cv2
 import onnxruntime as ort
+import pytest
 
 from extractor.fullpage import get_fullpage_ocr
 from extractor.pipeline import Extractor
@@ -32,3 +33,16 @@ def test_an_extractor_runs_its_fallback_where_its_recogniser_runs() -> None:
     assert ocr is get_fullpage_ocr("cpu", 1) and ocr.provider == "cpu"
     options = ocr._engine.text_det.session.session.get_session_options()
     assert options.intra_op_num_threads == 1
+
+
+def test_a_shared_process_detector_sleeps_between_tasks() -> None:
+    """``spin=False`` (the shared fallback process): the detector's threads do not spin."""
+    key = "session.intra_op.allow_spinning"
+    shared = get_fullpage_ocr("cpu", 2, spin=False)
+    assert shared is not get_fullpage_ocr("cpu", 2)
+    options = shared._engine.text_det.session.session.get_session_options()
+    assert options.get_session_config_entry(key) == "0"
+    assert options.intra_op_num_threads == 2
+    own = get_fullpage_ocr("cpu", 2)._engine.text_det.session.session.get_session_options()
+    with pytest.raises(RuntimeError, match="does not have configuration"):
+        own.get_session_config_entry(key)  # ONNX Runtime's default: spin

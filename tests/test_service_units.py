@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 import pytest
 
@@ -167,7 +168,9 @@ def test_cpu_workers_can_share_one_fallback_process() -> None:
     shared on GPUs is refused at start, saying what to set."""
     shared = _pool(Settings.load({"ROI_FALLBACK_PROCESS": "shared"}, workers=2))
     assert shared.fullpage is not None and not shared.fullpage.alive  # started by start()
-    assert shared.fullpage.threads == shared.settings.worker_threads
+    assert shared.fullpage.threads == shared.settings.fallback_threads
+    one_each = Settings.load({}, workers=2, threads_per_worker=1)
+    assert one_each.fallback_threads == min(2, os.cpu_count() or 1)  # a waiting worker's core
     assert {shared._config(i)[0].fullpage for i in range(2)} == {shared.fullpage.address}
     # a page gives up on it (500) before its worker, waiting, would be killed as hung (504)
     assert shared._config(0)[0].fullpage_wait_s < shared.settings.request_timeout_s
