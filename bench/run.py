@@ -34,6 +34,7 @@ from typing import Any
 from bench import tasks
 from bench.plot import Bar, draw
 from bench.variants import CACHE, ENGINES, ROOT, Variant
+from extractor.engines.openvino_runtime import cpu_flags
 
 RESULTS = CACHE / "results.json"
 BEGIN = "<!-- BEGIN GENERATED: python -m bench.run rewrites everything down to END -->"
@@ -248,13 +249,8 @@ ISA_FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx512_bf16", "amx_bf16")
 
 
 def _isa() -> list[str]:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("flags"):
-                return [f for f in ISA_FLAGS if f in line.split(":", 1)[1].split()]
-    except OSError:
-        pass
-    return []
+    flags = cpu_flags()
+    return [f for f in ISA_FLAGS if f in flags]
 
 
 # -- the report --------------------------------------------------------------------------------

@@ -40,16 +40,21 @@ tiles, or AVX-512's BF16 dot products."""
 
 
 @cache
-def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
-    """Whether this CPU computes in bfloat16 (one of :data:`BF16_FLAGS` in ``cpuinfo``)."""
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> frozenset[str]:
+    """This CPU's flags (Linux: the first ``flags`` line of ``cpuinfo``; none elsewhere)."""
     try:
         with open(cpuinfo, encoding="ascii", errors="replace") as info:
             for line in info:
                 if line.startswith("flags"):
-                    return not BF16_FLAGS.isdisjoint(line.split(":", 1)[-1].split())
+                    return frozenset(line.split(":", 1)[-1].split())
     except OSError:
         pass
-    return False
+    return frozenset()
+
+
+def cpu_has_bf16(cpuinfo: str = "/proc/cpuinfo") -> bool:
+    """Whether this CPU computes in bfloat16 (one of :data:`BF16_FLAGS` in ``cpuinfo``)."""
+    return not BF16_FLAGS.isdisjoint(cpu_flags(cpuinfo))
 
 
 def openvino_installed() -> bool:
