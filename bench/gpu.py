@@ -236,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     results["widths"] = list(rec.widths)
     results["batch_sizes"] = list(rec.batch_sizes)
     results["decodes_on_device"] = rec.decodes_on_device
+    results["max_columns"] = rec.max_columns
+    results["mem_after_warm_mib"] = _gpu_memory_mib()
     results["cudnn_conv_algo_search"] = cudnn_conv_algo_search()
     _save(out, results)
     print(f"warmed {results['warm_shapes']} shapes in {results['warm_s']} s", flush=True)
@@ -368,6 +370,14 @@ def _side_by_side(extractor: Any, provider: str, docs: list[str]) -> dict[str, A
     }
 
 
+def _gpu_memory_mib() -> float | None:
+    """GPU memory in use now (nvidia-smi), e.g. what the warmed sessions hold."""
+    sampler = GpuSampler()
+    with sampler:
+        time.sleep(0.5)
+    return sampler.summary().get("mem_max_mib")
+
+
 def _save(out: Path, results: dict[str, Any]) -> None:
     """What is measured so far, so a run stopped at its time limit still leaves its figures."""
     (out / "gpu_results.json").write_text(json.dumps(results, indent=1))
@@ -389,8 +399,10 @@ def _markdown(r: dict[str, Any]) -> str:
         f"(session providers {', '.join(r['session_providers'])}), onnxruntime {r['onnxruntime']}; "
         f"session {r['session_s']} s, warming {r['warm_shapes']} shapes {r['warm_s']} s; "
         f"cuDNN conv algorithm search {r['cudnn_conv_algo_search']}, batches padded to "
-        f"{r['batch_sizes'] or 'none'} rows and {r.get('widths') or 'their own'} columns, argmax "
-        f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}.",
+        f"{r['batch_sizes'] or 'none'} rows and {r.get('widths') or 'their own'} columns "
+        f"(rows x width at most {r.get('max_columns') or 'any'}), argmax "
+        f"{'in the graph' if r['decodes_on_device'] else 'on the CPU'}; GPU memory after "
+        f"warming {r.get('mem_after_warm_mib')} MiB.",
         "",
         "| batch | crops/s model (w=320) | ms/batch | GPU util % | crops/s recognize() real crops "
         "| GPU util % | GPU mem MiB |",

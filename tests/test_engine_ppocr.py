@@ -52,6 +52,29 @@ def test_a_session_per_fixed_shape_reads_as_batches_that_come() -> None:
     assert len(fixed._sessions) == 8 and len({id(s) for s in fixed._sessions.values()}) == 8
 
 
+def test_wide_crops_go_in_smaller_batches_under_max_columns() -> None:
+    """A GPU session keeps memory for the largest batch it ran: under ``max_columns`` a batch of
+    wide crops has fewer rows, the shapes warmed are only those, and the crops read the same."""
+    crops, allowlists, _, _ = page_crops("medium/vat_invoice_0029.jpg")
+    crops, allowlists = crops * 4, allowlists * 4
+    capped = PPOCRRecognizer(
+        threads=1,
+        widths=(256, 512, 1024, 1920),
+        batch_sizes=(1, 8, 32),
+        max_columns=8 * 512,
+        cpu_runtime="onnxruntime",
+    )
+    assert [capped.rows_for(w) for w in capped.widths] == [8, 8, 1, 1]
+    assert (32, 256) not in capped.shapes() and (8, 1024) not in capped.shapes()
+    shapes: list[tuple[int, int]] = []
+    forward = capped.forward
+    capped.forward = lambda b: shapes.append((b.shape[0], b.shape[3])) or forward(b)  # type: ignore[method-assign]
+    got = capped.recognize(crops, allowlists)
+    want = PPOCRRecognizer(threads=1, cpu_runtime="onnxruntime").recognize(crops, allowlists)
+    assert set(shapes) <= set(capped.shapes()) and any(rows == 8 for rows, _ in shapes)
+    assert [r.text for r in got] == [r.text for r in want]
+
+
 @pytest.mark.parametrize(
     "shapes",
     [{}, {"batch_sizes": (8, 32), "widths": (256, 512)}, {"batch_sizes": (8,), "widths": (1920,)}],

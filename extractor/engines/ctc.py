@@ -96,10 +96,29 @@ class CTCLineReader:
     widths: tuple[int, ...] = ()
     """Widths a batch is padded up to (columns of zeros), ascending; empty: each crop's own
     bucket. With :attr:`batch_sizes`, the input shapes a GPU meets are a fixed handful."""
+    max_columns: int = 0
+    """A batch's rows x width at most this (0: no bound): wide crops go in smaller batches. A
+    GPU session keeps memory for the largest batch it has run, and 512 crops at the widest
+    width asked 9 GB for one attention's softmax on an H200 (docs/benchmarks.md, *GPU*)."""
+
+    def rows_for(self, width: int) -> int:
+        """Most crops of ``width`` columns in one batch: ``max_batch``, fewer under
+        :attr:`max_columns` (one of :attr:`batch_sizes` when those are fixed; at least one)."""
+        rows = self.max_batch
+        if self.max_columns:
+            rows = max(1, min(rows, self.max_columns // width))
+        if self.batch_sizes:
+            rows = max((n for n in self.batch_sizes if n <= rows), default=self.batch_sizes[0])
+        return rows
 
     def shapes(self) -> list[tuple[int, int]]:
         """The (rows, width) input shapes :meth:`recognize` can use, when both are fixed."""
-        return [(rows, width) for rows in self.batch_sizes for width in self.widths]
+        return [
+            (rows, width)
+            for rows in self.batch_sizes
+            for width in self.widths
+            if rows <= self.rows_for(width)
+        ]
 
     def warm_up(self) -> None:
         """Runs each fixed input shape once (a GPU plans each), so that no request pays."""
@@ -156,8 +175,9 @@ class CTCLineReader:
             own = image.shape[2]
             buckets.setdefault(next((w for w in self.widths if w >= own), own), []).append(i)
         for width, indexes in sorted(buckets.items()):
-            for start in range(0, len(indexes), self.max_batch):
-                chunk = indexes[start : start + self.max_batch]
+            most = self.rows_for(width)
+            for start in range(0, len(indexes), most):
+                chunk = indexes[start : start + most]
                 rows = next((n for n in self.batch_sizes if n >= len(chunk)), len(chunk))
                 batch = np.zeros((rows, 3, self.height, width), dtype=np.float32)
                 for row, i in enumerate(chunk):

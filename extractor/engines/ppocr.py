@@ -18,6 +18,7 @@ a digits field can only ever read digits.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +30,8 @@ from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
 from extractor.engines.openvino_runtime import CpuRuntime, OpenVINOSession, resolve_cpu_runtime
 from extractor.errors import EngineError, ModelNotFoundError
+
+log = logging.getLogger(__name__)
 
 INPUT_HEIGHT = 48
 Provider = Literal["cpu", "cuda", "tensorrt"]
@@ -91,6 +94,11 @@ reads a little; docs/benchmarks.md)."""
 GPU_WIDTHS = (256, 512, 1024, MAX_WIDTH)
 """What a GPU provider's crops are padded up to: ~1.34x the columns of each crop's own bucket
 on the fixtures, for 4 widths instead of ~25."""
+GPU_BATCH_COLUMNS = 512 * 256
+"""A GPU batch's rows x width at most (``CTCLineReader.max_columns``): 512 crops of 256 px, 128
+of 1024, 32 of 1920. Each session per shape keeps an arena as large as its batch needed, and
+512 x 1920 alone asked 9 GB (an attention's softmax) after the smaller shapes' sessions had
+taken the rest of an H200's 141 GB (2026-12-04)."""
 
 
 def cudnn_conv_algo_search() -> str:
@@ -140,6 +148,33 @@ def _session_providers(
     return [trt, cuda, *cpu]
 
 
+_SHARED_CUDA_ARENAS: set[int] = set()
+"""Devices whose CUDA arena this process's sessions share (ONNX Runtime's environment's)."""
+
+
+def _share_cuda_arena(device_id: int) -> bool:
+    """Registers one CUDA arena for ``device_id`` in ONNX Runtime's environment, once, for the
+    sessions per shape to share: each its own, they hold the sum of their batches' peaks, one
+    shared holds the largest. False (each session keeps its own arena) where this build cannot."""
+    if device_id in _SHARED_CUDA_ARENAS:
+        return True
+    import onnxruntime as ort
+
+    try:
+        memory = ort.OrtMemoryInfo(
+            "Cuda", ort.OrtAllocatorType.ORT_ARENA_ALLOCATOR, device_id, ort.OrtMemType.DEFAULT
+        )
+        arena = ort.OrtArenaCfg({"arena_extend_strategy": 1})  # kSameAsRequested
+        ort.create_and_register_allocator_v2(
+            "CUDAExecutionProvider", memory, {"device_id": str(device_id)}, arena
+        )
+    except Exception as exc:  # an older or CPU-only build: each session keeps its arena
+        log.warning("cannot share one CUDA arena between sessions: %s", exc)
+        return False
+    _SHARED_CUDA_ARENAS.add(device_id)
+    return True
+
+
 class PPOCRRecognizer(CTCLineReader):
     """PP-OCR recognition model on ONNX Runtime, crops in width-bucketed batches."""
 
@@ -161,6 +196,7 @@ class PPOCRRecognizer(CTCLineReader):
         decode_on_device: bool | None = None,
         session_per_shape: bool | None = None,
         cpu_runtime: CpuRuntime | None = None,
+        max_columns: int | None = None,
     ) -> None:
         given = model_path or os.environ.get("ROI_PPOCR_REC_MODEL")
         if given:
@@ -180,6 +216,7 @@ class PPOCRRecognizer(CTCLineReader):
             batch_sizes = (*(n for n in GPU_BATCH_SIZES if n < max_batch), max_batch) if gpu else ()
         self.batch_sizes = tuple(sorted(batch_sizes))
         self.widths = tuple(sorted(GPU_WIDTHS if widths is None and gpu else widths or ()))
+        self.max_columns = (GPU_BATCH_COLUMNS if gpu else 0) if max_columns is None else max_columns
         self.height = INPUT_HEIGHT
         self._sessions: dict[tuple[int, ...], Any] = {}
         self._new_session: Callable[[], Any] | None = None
@@ -238,16 +275,10 @@ class PPOCRRecognizer(CTCLineReader):
         # TensorRT's explicit profiles name the image input alone, and ORT wants every dynamic
         # input in them, so it keeps the host's decoder unless asked
         on_device = provider == "cuda" if decode_on_device is None else decode_on_device
-        try:
-            model: str | bytes = with_masked_argmax(path) if on_device else str(path)
-            self.session = ort.InferenceSession(model, options, providers=providers)
-        except Exception as exc:
-            raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
-        self.decodes_on_device = on_device
         # The CUDA EP's Conv keeps the cuDNN plan of the last input shape it ran and builds a new
         # one (~2 s for this model) whenever the shape changes: batches of alternating widths
         # cost seconds each (docs/benchmarks.md, *GPU*). A session per fixed shape keeps each
-        # one's plans.
+        # one's plans, all of them in one arena where the build allows.
         per_shape = provider == "cuda" if session_per_shape is None else session_per_shape
         if per_shape and (
             not self.shapes() or self.widths[-1] < MAX_WIDTH or self.batch_sizes[-1] < max_batch
@@ -256,6 +287,14 @@ class PPOCRRecognizer(CTCLineReader):
                 "a session per shape needs fixed batch sizes up to max_batch "
                 f"({max_batch}) and widths up to {MAX_WIDTH}"
             )
+        if per_shape and provider == "cuda" and _share_cuda_arena(device_id):
+            options.add_session_config_entry("session.use_env_allocators", "1")
+        try:
+            model: str | bytes = with_masked_argmax(path) if on_device else str(path)
+            self.session = ort.InferenceSession(model, options, providers=providers)
+        except Exception as exc:
+            raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
+        self.decodes_on_device = on_device
         if per_shape:
             self._new_session = lambda: ort.InferenceSession(model, options, providers=providers)
         self.input_name = self.session.get_inputs()[0].name
