@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # GPU benchmark, prepared for a lent GPU machine (the device tool runs it from the repository
-# root; results land in $OUT). UNVERIFIED: no GPU was lent to the session that wrote it.
+# root; results land in $OUT). Run with PARTS and PROVIDER=cuda on a lent H200 (2026-11-30,
+# 2026-12-01, 2026-12-04: docs/benchmarks.md, *GPU*); the TensorRT path has not run (no TensorRT there).
 #
 #   bash bench/gpu.sh                      # TensorRT EP (fp16, engine cache, rec profiles)
 #   PROVIDER=cuda bash bench/gpu.sh        # CUDA EP only

@@ -4,13 +4,13 @@
 # onnxruntime-gpu, pydantic, zxing-cpp and rapidocr (its PP-OCR models; the full-page OCR side
 # by side) with its needs, for the device's Python.
 #
-#   bash bench/gpu_bundle.sh        # -> .gpu/p0 .. .gpu/p5 (git-ignored), ~43 MB each
+#   bash bench/gpu_bundle.sh        # -> .gpu/p0 .. .gpu/p4 (git-ignored), ~45 MB each
 #
 # Then one device call per part, back to back (an idle machine goes back after 30 s, and what
 # was copied with it):
-#   run(command="mkdir -p /tmp/p && cp .gpu/p0/* /tmp/p/", carry=[".gpu/p0"])  ... p1 to p4
-#   run(command="cp .gpu/p5/* /tmp/p/ && PARTS=/tmp/p PROVIDER=cuda bash bench/gpu.sh",
-#       carry=[".gpu/p5"])
+#   run(command="mkdir -p /tmp/p && cp .gpu/p0/* /tmp/p/", carry=[".gpu/p0"])  ... p1 to p3
+#   run(command="cp .gpu/p4/* /tmp/p/ && PARTS=/tmp/p PROVIDER=cuda bash bench/gpu.sh",
+#       carry=[".gpu/p4"])
 # The device image (2026-11) has CUDA 13, cuDNN 9 and cuBLAS as nvidia-* wheels beside PyTorch,
 # which the CUDA EP of onnxruntime-gpu 1.31 (built for CUDA 13) loads, and onnx (the argmax on
 # the device rewrites the model with it); it has no TensorRT.
@@ -18,7 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PYV=${PYV:-3.12}                       # the device image's Python
 ORT=${ORT:-onnxruntime-gpu==1.31.1}
-NPARTS=${NPARTS:-6}
+NPARTS=${NPARTS:-5}  # with the ~16 MB working tree, five parts fit a call's 64 MiB
 DEST=${DEST:-.gpu}
 VPY=${VPY:-.venv/bin/python}
 
