@@ -8,6 +8,7 @@
 #   WHEELS=/path/to/wheels bash bench/gpu.sh   # install offline from a wheel folder
 #   PATCH=work-800 bash bench/gpu.sh       # CPU side with a bench/variants.py patch
 #   FULLPAGE_PAGES=6 bash bench/gpu.sh     # pages of the ROI vs full-page side by side (24)
+#   RUN=service PROVIDER=cuda bash bench/gpu.sh   # the service on cuda:0 (WORKERS_PER_DEVICE, 8)
 #   PARTS=/tmp/p bash bench/gpu.sh         # no index: bench/gpu_bundle.sh's parts, unpacked into
 #                                          # $SITE (/tmp/site), with the system python
 #
@@ -82,6 +83,11 @@ PY
   if [ -n "$TRT_LIBS" ]; then export LD_LIBRARY_PATH="$TRT_LIBS:${LD_LIBRARY_PATH:-}"; fi
 fi
 "$VPY" -c "import onnxruntime as o; print('onnxruntime', o.__version__, o.get_available_providers())"
+
+if [ "${RUN:-bench}" = service ]; then
+  VPY=$VPY OUT=$OUT PROVIDER=$PROVIDER bash bench/gpu_service.sh
+  exit
+fi
 
 step "benchmark (provider $PROVIDER)"
 "$VPY" -m bench.gpu --provider "$PROVIDER" --pages "$PAGES" ${BATCHES:+--batches "$BATCHES"} --out "$OUT" ${PATCH:+--patch "$PATCH"} \

@@ -2,7 +2,8 @@
 # Packs what a lent GPU machine lacks for bench/gpu.sh into parts small enough for the device
 # tool (it reaches no package index; a call takes at most 64 MiB with the working tree):
 # onnxruntime-gpu, pydantic, zxing-cpp and rapidocr (its PP-OCR models; the full-page OCR side
-# by side) with its needs, for the device's Python.
+# by side) with its needs, and the service's packages the image lacks (litestar, uvicorn), for
+# the device's Python.
 #
 #   bash bench/gpu_bundle.sh        # -> .gpu/p0 .. .gpu/p4 (git-ignored), ~45 MB each
 #
@@ -28,7 +29,9 @@ pins=$("$VPY" - <<'PY'
 from importlib.metadata import version
 print(" ".join(f"{n}=={version(n)}" for n in
       ("pydantic", "pydantic-core", "annotated-types", "typing-inspection", "zxing-cpp",
-       "rapidocr", "colorlog", "omegaconf", "pyclipper", "shapely")))
+       "rapidocr", "colorlog", "omegaconf", "pyclipper", "shapely",
+       # the service (RUN=service, bench/gpu_service.sh); the image has the rest of its needs
+       "litestar", "msgspec", "multipart", "uvicorn", "sniffio")))
 PY
 )
 echo "downloading $ORT $pins for Python $PYV"

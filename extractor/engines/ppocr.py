@@ -289,11 +289,23 @@ class PPOCRRecognizer(CTCLineReader):
             )
         if per_shape and provider == "cuda" and _share_cuda_arena(device_id):
             options.add_session_config_entry("session.use_env_allocators", "1")
+        if provider != "cpu" and hasattr(ort, "preload_dlls"):
+            # CUDA and cuDNN from the nvidia-* wheels (onnxruntime-gpu[cuda,cudnn], PyTorch's),
+            # where the loader's path does not name them
+            ort.preload_dlls()
         try:
             model: str | bytes = with_masked_argmax(path) if on_device else str(path)
             self.session = ort.InferenceSession(model, options, providers=providers)
         except Exception as exc:
             raise EngineError(f"cannot load recognition model {path}: {exc}") from exc
+        ran = self.session.get_providers()[0]
+        if ran != wanted:  # ONNX Runtime falls back quietly when a provider's libraries are missing
+            raise EngineError(
+                f"{wanted} could not start (ONNX Runtime fell back to {ran}): its libraries "
+                "(CUDA 12 or 13 and cuDNN 9; TensorRT 10 for TensorRT) are not on the loader's "
+                "path; install them (pip install 'onnxruntime-gpu[cuda,cudnn]', or tensorrt) or "
+                "set LD_LIBRARY_PATH"
+            )
         self.decodes_on_device = on_device
         if per_shape:
             self._new_session = lambda: ort.InferenceSession(model, options, providers=providers)
