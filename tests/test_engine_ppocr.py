@@ -176,3 +176,25 @@ def test_compatibility_ideographs_in_the_character_list_are_answered_unified() -
         probs = np.full((3, len(small.characters)), 1e-6, dtype=np.float32)
         probs[[0, 1, 2], [small.characters.index("新"), 0, index]] = 0.9
         assert ctc_greedy(probs, None, small.characters).text == "新" + unified
+
+
+def test_a_gpu_provider_onnx_runtime_cannot_start_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where onnxruntime-gpu is installed but CUDA's libraries are missing, ONNX Runtime logs a
+    warning and runs the session on the CPU. The recogniser refuses that instead of serving a
+    "cuda" worker at CPU speed: here the real ONNX Runtime session is built as such a build
+    leaves it, on the CPU provider alone."""
+    real_session = ort.InferenceSession
+
+    def as_if_cuda_failed(model: object, options: object, providers: list) -> object:
+        return real_session(model, options, providers=["CPUExecutionProvider"])
+
+    monkeypatch.setattr(
+        ort, "get_available_providers", lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    )
+    monkeypatch.setattr(ort, "InferenceSession", as_if_cuda_failed)
+    with pytest.raises(
+        EngineError, match=r"CUDAExecutionProvider could not start .*CPUExecutionProvider"
+    ):
+        PPOCRRecognizer(provider="cuda", decode_on_device=False, session_per_shape=False)
