@@ -287,12 +287,12 @@ class PPOCRRecognizer(CTCLineReader):
                 "a session per shape needs fixed batch sizes up to max_batch "
                 f"({max_batch}) and widths up to {MAX_WIDTH}"
             )
-        if per_shape and provider == "cuda" and _share_cuda_arena(device_id):
-            options.add_session_config_entry("session.use_env_allocators", "1")
         if provider != "cpu" and hasattr(ort, "preload_dlls"):
             # CUDA and cuDNN from the nvidia-* wheels (onnxruntime-gpu[cuda,cudnn], PyTorch's),
             # where the loader's path does not name them
             ort.preload_dlls()
+        if per_shape and provider == "cuda" and _share_cuda_arena(device_id):
+            options.add_session_config_entry("session.use_env_allocators", "1")
         try:
             model: str | bytes = with_masked_argmax(path) if on_device else str(path)
             self.session = ort.InferenceSession(model, options, providers=providers)
