@@ -35,7 +35,7 @@ import numpy as np
 
 from extractor import memory
 from extractor.errors import EngineError
-from extractor.fullpage import Provider, TextLine, View, get_fullpage_ocr
+from extractor.fullpage import FullPageReader, Provider, TextLine, View, get_fullpage_ocr
 
 log = logging.getLogger("roi.fullpage")
 
@@ -90,12 +90,12 @@ def _exit_with(parent: int, every_s: float = 1.0) -> None:
     os._exit(0)
 
 
-def _answer(conn: Connection, ocr: Callable[..., list[TextLine]], lock: threading.Lock) -> None:
+def _answer(conn: Connection, ocr: FullPageReader, lock: threading.Lock) -> None:
     """One client's pages, until it hangs up: ``(image, views, keep)`` -> ``("lines", [...])``
     or ``("error", message)`` (the client raises it as an :class:`EngineError`)."""
     with conn:
         try:
-            conn.send(getattr(ocr, "setting", ""))
+            conn.send(ocr.setting)
             while True:
                 image, views, keep = conn.recv()
                 try:
