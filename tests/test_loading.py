@@ -1,3 +1,7 @@
+import subprocess
+import sys
+from pathlib import Path
+
 import cv2
 import numpy as np
 import pymupdf
@@ -30,6 +34,34 @@ def test_type_comes_from_content() -> None:
         sniff(b"hello, I am a text file named invoice.png")
     with pytest.raises(CorruptInputError, match="empty"):
         sniff(b"")
+
+
+LEAN_IMPORT = """
+import importlib.util, sys
+from pathlib import Path
+from extractor.loading import PYMUPDF_EXTRAS, iter_pages
+pages = list(iter_pages(Path(sys.argv[1]).read_bytes()))
+print(len(pages), *sorted(name for name in PYMUPDF_EXTRAS if name in sys.modules))
+if importlib.util.find_spec("pymupdf.layout"):  # PyMuPDF 2: still there for whoever asks
+    import pymupdf, pymupdf.layout
+    print("layout", callable(pymupdf._get_layout))
+"""
+
+
+def test_reading_a_pdf_leaves_pymupdfs_layout_extras_unimported(tmp_path: Path) -> None:
+    """PyMuPDF 2 imports a layout-analysis model with itself; a worker reading PDFs does not
+    load it (a fresh process: the tests' own ``import pymupdf`` loaded everything here)."""
+    path = tmp_path / "two.pdf"
+    path.write_bytes(_pdf(2))
+    out = subprocess.run(
+        [sys.executable, "-c", LEAN_IMPORT, str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).parents[1],
+    ).stdout.split("\n")
+    assert out[0] == "2"  # both pages read, no extra imported
+    assert out[1] in ("layout True", "")
 
 
 def test_pdf_pages_render_at_dpi_and_select() -> None:
