@@ -411,7 +411,9 @@ def _text_layer(page: object) -> list[Word] | None:
     """The page's words in mm as the page is shown (and rendered: a page with /Rotate turns
     its words with it), or None when it has no usable text layer (a scanned PDF; a scan's
     invisible OCR layer is never asked for, :func:`~extractor.pdf_scans.is_scan`). Radicals
-    that stand for ideographs are spelled as the ideographs (:mod:`extractor.radicals`)."""
+    that stand for ideographs are spelled as the ideographs (:mod:`extractor.radicals`). A
+    glyph its font does not map to text stays U+FFFD: a field holding one is not read from the
+    text layer (dropped, it would leave a name valid with characters missing)."""
     import pymupdf
 
     try:
@@ -421,7 +423,7 @@ def _text_layer(page: object) -> list[Word] | None:
         return None
     words = []
     for x0, y0, x1, y1, text, *_ in raw:
-        if clean := unify_radicals(text.replace("\ufffd", "").strip()):
+        if clean := unify_radicals(text.strip()):
             shown = pymupdf.Rect(x0, y0, x1, y1) * turn
             words.append(
                 Word(

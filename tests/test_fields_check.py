@@ -244,6 +244,8 @@ def test_sum_rule_with_three_terms() -> None:
         ("⊗壹佰肆拾叁元玖角陆分", False),
         ("万达商业管理集团有限公司", True),  # everyday numerals and 万 are a name's
         ("壹号餐饮管理有限公司", True),
+        ("买", False),  # one character: the label 购买方's, never a name
+        ("李明", True),
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:

@@ -8,7 +8,7 @@ import pymupdf
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
-from extractor.fields import amount_to_words
+from extractor.fields import amount_to_words, check_value
 from extractor.pipeline import Extractor
 from extractor.radicals import SIMPLIFIED_RADICALS, unify_radicals
 from extractor.synth.digital import digital_pdf
@@ -193,6 +193,67 @@ def test_ideographs_spelled_as_radicals_are_read_as_the_ideographs(extractor: Ex
         assert page.registration == "text_layer" and page.timings_ms.recognize == 0
         assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
         assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+
+
+def unmapped(data: bytes, characters: str) -> bytes:
+    """The PDF, its fonts' ToUnicode maps sending ``characters``' glyphs to U+FFFD (no
+    character): a map that misses some glyphs. MuPDF then answers each such glyph's id."""
+    doc = pymupdf.open(stream=data)
+    for xref in range(1, doc.xref_length()):
+        kind, ref = doc.xref_get_key(xref, "ToUnicode")
+        if kind != "xref":
+            continue
+        stream = int(ref.split()[0])
+        cmap = doc.xref_stream(stream).decode("latin-1")
+        for ch in characters:
+            cmap = cmap.replace(f"> <{ord(ch):04X}>", "> <FFFD>")
+        doc.update_stream(stream, cmap.encode("latin-1"))
+    return doc.tobytes()
+
+
+def test_a_name_with_glyphs_its_font_does_not_map_is_not_read_from_the_text_layer(
+    extractor: Extractor,
+) -> None:
+    """Two of the buyer's characters are missing from the font's ToUnicode map, and the text
+    layer gives something else for them (every other field as printed): the name would be
+    valid and wrong. The page is read from its image instead."""
+    data, truth = digital_pdf([7000])
+    expected = truth[0]["fields"]
+    name = expected["buyer_name"]
+    others = "".join(v for k, v in expected.items() if k != "buyer_name")
+    lost = "".join(ch for ch in name if ch not in others and ord(ch) > 0x2000)[:2]
+    assert len(lost) == 2
+    garbled = unmapped(data, lost)
+    layer = pymupdf.open(stream=garbled)[0].get_text()
+    assert name[2:] in layer and not set(lost) & set(layer)
+    (page,) = extractor.extract(garbled, "vat_invoice_digital").pages
+    buyer = page.fields["buyer_name"]
+    assert page.registration != "text_layer" and buyer.source != "text_layer"
+    assert buyer.value == name or not buyer.valid  # read from the image, or flagged
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "北京\ufffd科技有限公司",  # MuPDF's U+FFFD
+        "⋹䤪电子商务有限公司",  # glyph ids: a math symbol, an extension-A ideograph
+        "亊㬴吝厨亝㝌㯕欜懯⏇☸⣄",  # a name whose font has no ToUnicode map at all
+        "\ue3a1\ue44f有限公司",  # private use
+        "トヨタ自動車有限公司",  # kana
+    ],
+)
+def test_a_name_holding_what_no_name_is_written_with_is_not_valid(name: str) -> None:
+    template = TemplateStore().get("vat_invoice_digital")
+    check = check_value(template.field("buyer_name"), name)
+    assert not check.ok and "no name's text" in check.errors[0]
+
+
+@pytest.mark.parametrize(
+    "name", ["华东医药合伙企业（有限合伙）", "ＡＢＣ·李氏 & Co., Ltd.", "Café Zoë"]
+)
+def test_names_in_ideographs_latin_and_punctuation_stay_valid(name: str) -> None:
+    template = TemplateStore().get("vat_invoice_digital")
+    assert check_value(template.field("buyer_name"), name).ok
 
 
 def test_unify_radicals_touches_radicals_only() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -60,17 +61,42 @@ company's name ends so (a holding's full name goes on: …控股有限公司, �
 found a few characters short does (…医药股 for …医药股份有限公司)."""
 
 
+def _name_character(ch: str) -> bool:
+    """Whether a party's name may hold ``ch``: ASCII, punctuation and spaces, and letters and
+    digits that are Latin, full-width forms or CJK unified ideographs (U+4E00-9FFF)."""
+    code, category = ord(ch), unicodedata.category(ch)
+    if 0x20 <= code < 0x7F or category[0] == "P" or category == "Zs":
+        return True
+    return category[0] in "LN" and (
+        code < 0x250 or 0x4E00 <= code <= 0x9FFF or 0xFF00 <= code <= 0xFFEF
+    )
+
+
+def _not_text(value: str) -> str:
+    """The characters of ``value`` no name is written with (:func:`_name_character`). A PDF's text
+    layer gives such for glyphs its font's ToUnicode map does not map: MuPDF answers U+FFFD, or
+    the glyph's id as a character (an Identity-H font's ids land on symbols, kana, extension-A
+    ideographs: ⋹䤪电子商务有限公司 for 中瑞电子商务有限公司)."""
+    return "".join(ch for ch in value if not _name_character(ch))
+
+
 def _name_errors(value: str) -> list[str]:
-    """A name that is one run of digits and capitals is an identifier read in the wrong box (a
-    tax id printed just below a name); one that ends in such a run of 15 or more has a tax id
-    glued on (two printed lines read as one); one with no letter at all is not a name; nor is
-    one with a run of 7 digits or more (the address-and-phone line), a word of the form's
-    labels (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that
-    ends inside its legal form (…有限公: a line found short), nor in a few digits after its
-    words (a tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three
-    or more, are an amount's capitals (:data:`_CAPITAL_DIGITS`)."""
+    """A name with a character no name is written with (:func:`_not_text`: a PDF's glyphs its
+    font does not map, a symbol read into it) is not read, nor one of a single character. A
+    name that is one run of digits and capitals is an identifier read in the wrong box (a tax
+    id printed just below a name); one that ends in such a run of 15 or more has a tax id glued
+    on (two printed lines read as one); one with no letter at all is not a name; nor is one
+    with a run of 7 digits or more (the address-and-phone line), a word of the form's labels
+    (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that ends
+    inside its legal form (…有限公: a line found short), nor in a few digits after its words (a
+    tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three or more,
+    are an amount's capitals (:data:`_CAPITAL_DIGITS`)."""
+    if odd := _not_text(value):
+        return [f"{value!r} holds {odd!r}, no name's text (a PDF font's unmapped glyphs?)"]
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
+    if len(value) < 2:
+        return [f"{value!r}: one character is no name (a label's, or a line cut short)"]
     if _IDENTIFIER.fullmatch(value):
         return [f"{value!r} looks like an identifier, not text"]
     if _GLUED_ID.fullmatch(value) or _TRAILING_DIGITS.search(value):
