@@ -369,7 +369,7 @@ class Extractor:
             if mode == "never":
                 return _unmatched(page, None, alignment, timings, scores)
             with _timed(timings, "fallback"):
-                lines = self.fullpage_ocr()(image)
+                lines = self._layer_lines(page) or self.fullpage_ocr()(image)
                 by_labels = {
                     c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
                 }
@@ -393,7 +393,8 @@ class Extractor:
             if mode == "never":
                 return _unmatched(page, chosen, alignment, timings)
             prepared = PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
-            prepared.template_scores, prepared.lines = scores, lines
+            prepared.template_scores = scores
+            prepared.lines = lines if lines is not None else self._layer_lines(page)
             return prepared
         # the page's decoding and registration are timed on the first form's timings
         cut = [
@@ -646,6 +647,17 @@ class Extractor:
                 fields[crop.spec.name] = field
 
     # -- born-digital PDFs ----------------------------------------------------------------------
+
+    def _layer_lines(self, page: Page) -> list[TextLine] | None:
+        """The lines of a born-digital page's text layer in its image's px, each as printed: what
+        full-page OCR finds on it (its fonts' text, exactly), in ~1 ms instead of seconds. A
+        page that does not register looks for the form's labels in them, so that a letter or a
+        contract in a PDF beside its invoices is found to be no invoice without OCR. None for a
+        page without a text layer (or with the text layer off)."""
+        if not self.text_layer or page.words is None:
+            return None
+        scale = (page.dpi or self.dpi) / 25.4  # mm -> px of the page's rendering
+        return [TextLine(line.quad * scale, line.text, 1.0) for line, _ in _text_lines(page.words)]
 
     def _read_text_layer(
         self,

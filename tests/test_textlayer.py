@@ -9,6 +9,8 @@ import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from extractor.fields import amount_to_words, check_value
+from extractor.fullpage import FullPageOCR
+from extractor.loading import iter_pages
 from extractor.pipeline import Extractor
 from extractor.radicals import SIMPLIFIED_RADICALS, unify_radicals
 from extractor.synth.digital import digital_pdf
@@ -254,6 +256,68 @@ def test_a_name_holding_what_no_name_is_written_with_is_not_valid(name: str) -> 
 def test_names_in_ideographs_latin_and_punctuation_stay_valid(name: str) -> None:
     template = TemplateStore().get("vat_invoice_digital")
     assert check_value(template.field("buyer_name"), name).ok
+
+
+def with_letter(data: bytes) -> bytes:
+    """The PDF with a typed letter (a born-digital A4 page, no form) after its first page."""
+    doc = pymupdf.open(stream=data)
+    letter = doc.new_page(pno=1, width=595, height=842)
+    letter.insert_font(fontname="zh", fontfile=str(FONT))
+    text = [
+        "关于2024年第三季度采购合同的说明",
+        "尊敬的财务部：",
+        "随函附上本季度的增值税发票两张，请查收。",
+        "合同编号：HT-2024-0917，付款方式：银行转账。",
+        "如有疑问，请联系采购部王经理，电话 0571-88886666。",
+        "杭州某某贸易有限公司",
+        "2024年10月8日",
+    ]
+    for i, line in enumerate(text):
+        letter.insert_text((72, 100 + 28 * i), line, fontname="zh", fontsize=12)
+    return doc.tobytes()
+
+
+def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two 数电 invoices and a typed letter in one PDF: the letter does not register, and the
+    form's labels are looked for in its text layer, not by full-page OCR (~2 s a page)."""
+    data, truth = digital_pdf([7000, 7001])
+    pdf = with_letter(data)
+    for template in extractor.templates.all():  # their labels: full-page OCR of the references
+        extractor.reference_labels(template)
+    read: list[tuple[int, ...]] = []
+    real = FullPageOCR.__call__
+    monkeypatch.setattr(
+        FullPageOCR,
+        "__call__",
+        lambda ocr, image, *a, **k: read.append(image.shape) or real(ocr, image, *a, **k),
+    )
+    for template in ("vat_invoice_digital", "auto"):
+        pages = extractor.extract(pdf, template).pages
+        assert [p.status for p in pages] == ["ok", "unmatched", "ok"]
+        assert pages[1].fields == {} and pages[1].registration is None
+        assert [{k: f.value for k, f in p.fields.items()} for p in pages[::2]] == [
+            page["fields"] for page in truth
+        ]
+    assert read == []
+
+
+def test_a_text_layer_of_glyph_ids_is_not_read(extractor: Extractor) -> None:
+    """Without their ToUnicode maps the CJK fonts' text comes out as glyph ids (㬴, ⏇, ☸, kana):
+    the page is read from its image, every field right."""
+    data, truth = digital_pdf([7002])
+    doc = pymupdf.open(stream=data)
+    for font in doc[0].get_fonts(full=True):
+        xref, base_font = font[0], font[3]
+        if "DejaVu" not in base_font:  # the digits' font keeps its map
+            doc.xref_set_key(xref, "ToUnicode", "null")
+    garbled = doc.tobytes()
+    assert next(iter_pages(data)).words is not None
+    assert next(iter_pages(garbled)).words is None
+    (page,) = extractor.extract(garbled, "vat_invoice_digital").pages
+    assert page.registration == "frame"
+    assert {k: f.value for k, f in page.fields.items()} == truth[0]["fields"]
 
 
 def test_unify_radicals_touches_radicals_only() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -19,6 +20,20 @@ AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角�
 LEADING_MARKS = "¥￥⊗"
 """Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""
+
+
+def plain_character(ch: str) -> bool:
+    """Whether ``ch`` is what names and the form's words are written with: ASCII, punctuation
+    and spaces, and letters and digits that are Latin, full-width forms or CJK unified
+    ideographs (U+4E00-9FFF). Not symbols, kana, extension-A ideographs, private-use or
+    unassigned code points, U+FFFD: what a PDF's text layer gives for glyphs its font's
+    ToUnicode map leaves out (MuPDF answers U+FFFD, or the glyph's id taken for a character)."""
+    code, category = ord(ch), unicodedata.category(ch)
+    if 0x20 <= code < 0x7F or category[0] == "P" or category == "Zs":
+        return True
+    return category[0] in "LN" and (
+        code < 0x250 or 0x4E00 <= code <= 0x9FFF or 0xFF00 <= code <= 0xFFEF
+    )
 
 
 def value_start(text: str) -> int:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import unicodedata
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from types import MappingProxyType
 
+from extractor.fields.charsets import plain_character
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
@@ -61,23 +61,10 @@ company's name ends so (a holding's full name goes on: …控股有限公司, �
 found a few characters short does (…医药股 for …医药股份有限公司)."""
 
 
-def _name_character(ch: str) -> bool:
-    """Whether a party's name may hold ``ch``: ASCII, punctuation and spaces, and letters and
-    digits that are Latin, full-width forms or CJK unified ideographs (U+4E00-9FFF)."""
-    code, category = ord(ch), unicodedata.category(ch)
-    if 0x20 <= code < 0x7F or category[0] == "P" or category == "Zs":
-        return True
-    return category[0] in "LN" and (
-        code < 0x250 or 0x4E00 <= code <= 0x9FFF or 0xFF00 <= code <= 0xFFEF
-    )
-
-
 def _not_text(value: str) -> str:
-    """The characters of ``value`` no name is written with (:func:`_name_character`). A PDF's text
-    layer gives such for glyphs its font's ToUnicode map does not map: MuPDF answers U+FFFD, or
-    the glyph's id as a character (an Identity-H font's ids land on symbols, kana, extension-A
-    ideographs: ⋹䤪电子商务有限公司 for 中瑞电子商务有限公司)."""
-    return "".join(ch for ch in value if not _name_character(ch))
+    """The characters of ``value`` no name is written with (:func:`plain_character`: a PDF's
+    glyphs its font does not map come out as ⋹䤪电子商务有限公司 for 中瑞电子商务有限公司)."""
+    return "".join(ch for ch in value if not plain_character(ch))
 
 
 def _name_errors(value: str) -> list[str]:
