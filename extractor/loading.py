@@ -417,10 +417,10 @@ def _text_layer(page: object) -> list[Word] | None:
     """The page's words in mm as the page is shown (and rendered: a page with /Rotate turns
     its words with it), or None when it has no usable text layer (a scanned PDF; a scan's
     invisible OCR layer is never asked for, :func:`~extractor.pdf_scans.is_scan`; one whose
-    fonts' glyphs are not mapped to text, :data:`MAX_GARBLED_SHARE`). Radicals
-    that stand for ideographs are spelled as the ideographs (:mod:`extractor.radicals`). A
-    glyph its font does not map to text stays U+FFFD: a field holding one is not read from the
-    text layer (dropped, it would leave a name valid with characters missing)."""
+    fonts' glyphs are not mapped to text, :data:`MAX_GARBLED_SHARE`). Radicals that stand for
+    ideographs are spelled as the ideographs (:mod:`extractor.radicals`). A glyph its font does
+    not map to text stays U+FFFD: a field holding one is not read from the text layer (dropped,
+    it would leave a name valid with characters missing)."""
     import pymupdf
 
     try:
@@ -451,8 +451,9 @@ def _text_layer(page: object) -> list[Word] | None:
 PYMUPDF_EXTRAS = ("pymupdf.layout", "pymupdf4llm")
 """Packages PyMuPDF 2 imports with itself when they are installed (and it requires them):
 ``pymupdf.layout`` builds an ONNX layout-analysis model on import, for ``Page.get_layout``.
-roi uses neither; imported, they cost a worker ~80 MB of resident memory and the first PDF
-~0.5 s (measured: ``import pymupdf`` 115 against 33 MB, 0.60 against 0.08 s)."""
+roi uses neither; imported, they cost a process up to ~80 MB of resident memory (less where
+onnxruntime is loaded already: ~25-50 MB in a worker) and the first PDF ~0.5 s (measured:
+``import pymupdf`` 115 against 33 MB, 0.60 against 0.08 s)."""
 
 
 def _pymupdf() -> ModuleType:
