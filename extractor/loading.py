@@ -90,7 +90,7 @@ class Page:
     layer never is; rendering was most of its cost).
     """
 
-    __slots__ = ("_image", "_render", "dpi", "index", "size_mm", "words")
+    __slots__ = ("_image", "_render", "dpi", "index", "pictured", "size_mm", "words")
 
     def __init__(
         self,
@@ -99,6 +99,7 @@ class Page:
         dpi: float | None,
         size_mm: tuple[float, float] | None = None,
         words: list[Word] | None = None,
+        pictured: float = 0.0,
     ) -> None:
         self.index = index
         self.dpi = dpi
@@ -108,6 +109,9 @@ class Page:
         """The page's printed size (PDF pages)."""
         self.words = words
         """The PDF's text layer, when it has a usable one."""
+        self.pictured = pictured
+        """The share of a born-digital page's area its images cover (what is printed there is
+        not in its text layer: a logo, a QR code, or a scan or photo of a form)."""
         self._image, self._render = (None, image) if callable(image) else (image, None)
 
     @property
@@ -511,11 +515,25 @@ def _pdf_pages(
             scan = _is_scan(page)
             words = None if scan else _text_layer(page)
             if words:
-                yield Page(index, _render_later(data, index, zoom), float(dpi), size_mm, words)
+                render = _render_later(data, index, zoom)
+                yield Page(index, render, float(dpi), size_mm, words, _pictured(page))
                 continue
             embedded = _embedded_scan(doc, page, dpi, max_pixels) if scan else None
             image, image_dpi = embedded or (_render(page, index, zoom), float(dpi))
             yield Page(index, image, image_dpi, size_mm, None)
+
+
+def _pictured(page: pymupdf.Page) -> float:
+    """The share of ``page``'s area its images cover (overlaps counted twice; 1 when PyMuPDF
+    cannot list them)."""
+    import pymupdf
+
+    try:
+        area = page.rect.get_area()
+        drawn = sum((pymupdf.Rect(i["bbox"]) & page.rect).get_area() for i in page.get_image_info())
+    except Exception:  # pymupdf raises its own errors and RuntimeErrors
+        return 1.0
+    return min(1.0, drawn / area) if area else 1.0
 
 
 def _is_scan(page: pymupdf.Page) -> bool:

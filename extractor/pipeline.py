@@ -91,6 +91,9 @@ AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
 Registration = Literal["frame", "labels", "text_layer"]
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
+MAX_PICTURED = 0.2
+"""A born-digital page whose images cover more than this share of it is not told by its text
+layer alone (:meth:`Extractor._layer_lines`); a logo, a QR code or a seal cover a few percent."""
 MIN_CONFIDENCE = 0.6  # a field's mean character confidence below this is flagged
 MIN_CHAR_CONFIDENCE = 0.5  # so is a field with any character below this
 MIN_NAME_CHAR_CONFIDENCE = 0.8
@@ -653,8 +656,10 @@ class Extractor:
         full-page OCR finds on it (its fonts' text, exactly), in ~1 ms instead of seconds. A
         page that does not register looks for the form's labels in them, so that a letter or a
         contract in a PDF beside its invoices is found to be no invoice without OCR. None for a
-        page without a text layer (or with the text layer off)."""
-        if not self.text_layer or page.words is None:
+        page without a text layer (or with the text layer off), and for one whose images cover
+        more than :data:`MAX_PICTURED` of it: a form may be printed in them (a photo of an
+        invoice with a typed caption), which full-page OCR reads."""
+        if not self.text_layer or page.words is None or page.pictured > MAX_PICTURED:
             return None
         scale = (page.dpi or self.dpi) / 25.4  # mm -> px of the page's rendering
         return [TextLine(line.quad * scale, line.text, 1.0) for line, _ in _text_lines(page.words)]

@@ -1,5 +1,6 @@
 """Born-digital PDFs: fields come from the text layer, with no OCR."""
 
+import io
 import json
 from pathlib import Path
 
@@ -274,7 +275,16 @@ def with_letter(data: bytes) -> bytes:
     ]
     for i, line in enumerate(text):
         letter.insert_text((72, 100 + 28 * i), line, fontname="zh", fontsize=12)
+    logo = np.zeros((60, 60, 3), np.uint8)
+    logo[10:50, 10:50] = (200, 30, 30)
+    letter.insert_image(pymupdf.Rect(480, 30, 540, 90), stream=png(logo))  # a letterhead's
     return doc.tobytes()
+
+
+def png(image: np.ndarray) -> bytes:
+    out = io.BytesIO()
+    Image.fromarray(image).save(out, "PNG")
+    return out.getvalue()
 
 
 def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
@@ -301,6 +311,45 @@ def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
             page["fields"] for page in truth
         ]
     assert read == []
+
+
+def test_a_page_mostly_picture_is_read_by_full_page_ocr_though_it_has_words(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A typed caption over a picture filling the page (an expense report's photo of an
+    invoice): what the picture prints is not in the text layer, so a page that does not
+    register is read by full-page OCR, as a scan is."""
+    picture = Image.new("RGB", (1400, 1800), "white")
+    draw = ImageDraw.Draw(picture)
+    font = ImageFont.truetype(str(FONT), 36)
+    for i in range(12):
+        draw.text(
+            (80, 200 + 110 * i),
+            f"第{i + 1}项 交通费 出租车 发票 金额 {30 + i}.00 元",
+            font=font,
+            fill="black",
+        )
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_font(fontname="zh", fontfile=str(FONT))
+    page.insert_text(
+        (40, 40),
+        "报销单 附件 第3页 共5页 出租车发票照片 王明 2024年10月",
+        fontname="zh",
+        fontsize=11,
+    )
+    page.insert_image(pymupdf.Rect(40, 60, 555, 800), stream=png(np.asarray(picture)))
+    loaded = next(iter_pages(doc.tobytes()))
+    assert loaded.words is not None and loaded.pictured > 0.5
+    read: list[tuple[int, ...]] = []
+    real = FullPageOCR.__call__
+    monkeypatch.setattr(
+        FullPageOCR,
+        "__call__",
+        lambda ocr, image, *a, **k: read.append(image.shape) or real(ocr, image, *a, **k),
+    )
+    (result,) = extractor.extract(doc.tobytes(), "vat_invoice").pages
+    assert result.status == "unmatched" and len(read) == 1
 
 
 def test_a_text_layer_of_glyph_ids_is_not_read(extractor: Extractor) -> None:
