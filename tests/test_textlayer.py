@@ -287,15 +287,9 @@ def png(image: np.ndarray) -> bytes:
     return out.getvalue()
 
 
-def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
-    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two 数电 invoices and a typed letter in one PDF: the letter does not register, and the
-    form's labels are looked for in its text layer, not by full-page OCR (~2 s a page)."""
-    data, truth = digital_pdf([7000, 7001])
-    pdf = with_letter(data)
-    for template in extractor.templates.all():  # their labels: full-page OCR of the references
-        extractor.reference_labels(template)
+@pytest.fixture
+def full_page_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
+    """The shapes of the images full-page OCR is asked to read from now on (it reads them)."""
     read: list[tuple[int, ...]] = []
     real = FullPageOCR.__call__
     monkeypatch.setattr(
@@ -303,6 +297,19 @@ def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
         "__call__",
         lambda ocr, image, *a, **k: read.append(image.shape) or real(ocr, image, *a, **k),
     )
+    return read
+
+
+def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
+    extractor: Extractor, full_page_reads: list[tuple[int, ...]]
+) -> None:
+    """Two 数电 invoices and a typed letter in one PDF: the letter does not register, and the
+    form's labels are looked for in its text layer, not by full-page OCR (~2 s a page)."""
+    data, truth = digital_pdf([7000, 7001])
+    pdf = with_letter(data)
+    for template in extractor.templates.all():  # their labels: full-page OCR of the references
+        extractor.reference_labels(template)
+    full_page_reads.clear()
     for template in ("vat_invoice_digital", "auto"):
         pages = extractor.extract(pdf, template).pages
         assert [p.status for p in pages] == ["ok", "unmatched", "ok"]
@@ -310,11 +317,11 @@ def test_a_born_digital_page_that_is_no_invoice_is_told_without_ocr(
         assert [{k: f.value for k, f in p.fields.items()} for p in pages[::2]] == [
             page["fields"] for page in truth
         ]
-    assert read == []
+    assert full_page_reads == []
 
 
 def test_a_page_mostly_picture_is_read_by_full_page_ocr_though_it_has_words(
-    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+    extractor: Extractor, full_page_reads: list[tuple[int, ...]]
 ) -> None:
     """A typed caption over a picture filling the page (an expense report's photo of an
     invoice): what the picture prints is not in the text layer, so a page that does not
@@ -341,15 +348,10 @@ def test_a_page_mostly_picture_is_read_by_full_page_ocr_though_it_has_words(
     page.insert_image(pymupdf.Rect(40, 60, 555, 800), stream=png(np.asarray(picture)))
     loaded = next(iter_pages(doc.tobytes()))
     assert loaded.words is not None and loaded.pictured > 0.5
-    read: list[tuple[int, ...]] = []
-    real = FullPageOCR.__call__
-    monkeypatch.setattr(
-        FullPageOCR,
-        "__call__",
-        lambda ocr, image, *a, **k: read.append(image.shape) or real(ocr, image, *a, **k),
-    )
+    extractor.reference_labels(extractor.templates.get("vat_invoice"))
+    full_page_reads.clear()
     (result,) = extractor.extract(doc.tobytes(), "vat_invoice").pages
-    assert result.status == "unmatched" and len(read) == 1
+    assert result.status == "unmatched" and len(full_page_reads) == 1
 
 
 def test_a_text_layer_of_glyph_ids_is_not_read(extractor: Extractor) -> None:
