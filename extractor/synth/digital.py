@@ -35,6 +35,7 @@ from extractor.synth.digital_form import (
     seal_rect,
 )
 from extractor.synth.generate import Document, truth_json, write_pdf
+from extractor.synth.pages import A4_H, A4_W, letter
 from extractor.synth.raster import TextBox, to_uint8
 from extractor.synth.render import RenderedPage, paper
 
@@ -152,21 +153,59 @@ def draw_invoice_page(
     }
 
 
+def draw_letter_page(doc: pymupdf.Document, seed: int, used: dict[str, set[str]]) -> str:
+    """Add the cover letter of ``seed`` (:func:`~extractor.synth.pages.letter`) as a new A4
+    page of ``doc``, typed: its text is the page's text layer, no form. Returns its title."""
+    said, _, _ = letter(seed)
+    page = doc.new_page(width=A4_W * PT_PER_MM, height=A4_H * PT_PER_MM)
+    pen = PdfPen(page, used)
+    pen.text(A4_W / 2, 35, said.title, 7.0, cjk="hei", align="centre", colour=(0, 0, 0))
+    pen.text(25, 55, said.to, 4.2, colour=(0, 0, 0))
+    y = 68.0
+    for para in said.paragraphs:
+        line = "　　"
+        for ch in para:
+            if pen.text_width(line + ch, 4.2) > A4_W - 50:
+                pen.text(25, y, line, 4.2, colour=(0, 0, 0))
+                y, line = y + 7.5, ""
+            line += ch
+        pen.text(25, y, line, 4.2, colour=(0, 0, 0))
+        y += 9.5
+    y = max(y + 20, 200.0)
+    pen.text(A4_W - 25, y, said.sender, 4.2, align="right", colour=(0, 0, 0))
+    pen.text(A4_W - 25, y + 9, said.date, 4.2, align="right", colour=(0, 0, 0))
+    pen.text(25, y + 30, said.contact, 3.6, colour=(0, 0, 0))
+    return said.title
+
+
 def digital_pdf(
-    seeds: list[int], title: str = "", *, radicals: bool = False
+    seeds: list[int], title: str = "", *, radicals: bool = False, letter_at: int | None = None
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
-    glyph (一 as ⼀, 长 as ⻓), as many issuing systems' PDFs do (:mod:`extractor.radicals`)."""
+    glyph (一 as ⼀, 长 as ⻓), as many issuing systems' PDFs do (:mod:`extractor.radicals`).
+    ``letter_at``: a typed cover letter (no invoice, no fields) is page ``letter_at``, as a
+    company's PDF of invoices and their covering letter has it."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
-    for index, seed in enumerate(seeds):
+    for seed in seeds:
+        if len(pages) == letter_at:
+            said = draw_letter_page(doc, seed, used)
+            pages.append(
+                {
+                    "page": len(pages),
+                    "template": None,
+                    "fields": {},
+                    "kind": "cover_letter",
+                    "title": said,
+                }
+            )
         inv = content(seed)
         info = draw_invoice_page(doc, inv, data_font(seed), used)
         pages.append(
             {
-                "page": index,
+                "page": len(pages),
                 "template": TEMPLATE,
                 "seed": seed,
                 "fields": inv.fields(),

@@ -5,6 +5,7 @@ template) and an A4 cover letter with a round company seal."""
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 from datetime import timedelta
 
 import numpy as np
@@ -115,36 +116,56 @@ def delivery_note(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object
     return rendered, info
 
 
-def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
-    """An A4 portrait cover letter (发票寄送函) in Chinese, signed and sealed."""
+@dataclass(frozen=True)
+class Letter:
+    """What a cover letter says (:func:`letter`), to print or to set in a PDF."""
+
+    title: str
+    to: str
+    paragraphs: list[str]
+    sender: str
+    date: str
+    contact: str
+
+
+def letter(seed: int) -> tuple[Letter, Invoice, random.Random]:
+    """The cover letter of ``seed`` (发票寄送函), the invoice it is about, and the generator's
+    state after it (for its seal)."""
     rng = random.Random(f"letter:{seed}")
     inv: Invoice = make_invoice(random.Random(seed))
-    ink = Layer(A4_W, A4_H, dpi)
-    seal = Layer(A4_W, A4_H, dpi)
     title = rng.choice(("发票寄送函", "关于报销发票的说明", "付款申请说明"))
-    ink.text(A4_W / 2, 35, title, 7.0, cjk="hei", align="centre", stroke=0.08)
-    ink.text(25, 55, f"致：{inv.buyer.name}财务部", 4.2, cjk="ming")
     paragraphs = rng.sample(names.LETTER_LINES, rng.randint(3, 5))
     paragraphs.insert(1, f"本次寄送发票金额合计人民币{inv.total:.2f}元（大写：{inv.words}）。")
+    date = inv.issue_date + timedelta(days=rng.randint(0, 5))
+    contact = f"联系人：{person(rng)}　电话：{inv.seller.address_phone.split()[-1]}"
+    said = Letter(
+        title,
+        f"致：{inv.buyer.name}财务部",
+        paragraphs,
+        inv.seller.name,
+        f"{date.year}年{date.month}月{date.day}日",
+        contact,
+    )
+    return said, inv, rng
+
+
+def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
+    """An A4 portrait cover letter (发票寄送函) in Chinese, signed and sealed."""
+    said, inv, rng = letter(seed)
+    ink = Layer(A4_W, A4_H, dpi)
+    seal = Layer(A4_W, A4_H, dpi)
+    ink.text(A4_W / 2, 35, said.title, 7.0, cjk="hei", align="centre", stroke=0.08)
+    ink.text(25, 55, said.to, 4.2, cjk="ming")
     y = 68.0
-    for para in paragraphs:
+    for para in said.paragraphs:
         for line in wrap(ink, "　　" + para, 4.2, A4_W - 50):
             ink.text(25, y, line, 4.2, cjk="ming")
             y += 7.5
         y += 2.0
     y = max(y + 20, 200.0)
-    ink.text(A4_W - 25, y, inv.seller.name, 4.2, cjk="ming", align="right")
-    date = inv.issue_date + timedelta(days=rng.randint(0, 5))
-    ink.text(
-        A4_W - 25, y + 9, f"{date.year}年{date.month}月{date.day}日", 4.2, cjk="ming", align="right"
-    )
-    ink.text(
-        25,
-        y + 30,
-        f"联系人：{person(rng)}　电话：{inv.seller.address_phone.split()[-1]}",
-        3.6,
-        cjk="ming",
-    )
+    ink.text(A4_W - 25, y, said.sender, 4.2, cjk="ming", align="right")
+    ink.text(A4_W - 25, y + 9, said.date, 4.2, cjk="ming", align="right")
+    ink.text(25, y + 30, said.contact, 3.6, cjk="ming")
     tile = oval_seal(
         20.0, 20.0, dpi, arc_text=inv.seller.name, middle=[], bottom="财务专用章", star=True
     )
@@ -159,7 +180,7 @@ def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]
     nrng = np.random.default_rng(rng.getrandbits(64))
     page = paper(ink.h, ink.w, nrng, (245, 247, 248))
     image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
-    info = {"kind": "cover_letter", "title": title, "to": inv.buyer.name, "from": inv.seller.name}
+    info = {"kind": "cover_letter", "title": said.title, "to": inv.buyer.name, "from": said.sender}
     rendered = RenderedPage(
         to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
     )
