@@ -35,7 +35,7 @@ from extractor.synth.digital_form import (
     seal_rect,
 )
 from extractor.synth.generate import Document, truth_json, write_pdf
-from extractor.synth.pages import A4_H, A4_W, letter
+from extractor.synth.pages import A4_H, A4_W, letter, wrap
 from extractor.synth.raster import TextBox, to_uint8
 from extractor.synth.render import RenderedPage, paper
 
@@ -163,14 +163,10 @@ def draw_letter_page(doc: pymupdf.Document, seed: int, used: dict[str, set[str]]
     pen.text(25, 55, said.to, 4.2, colour=(0, 0, 0))
     y = 68.0
     for para in said.paragraphs:
-        line = "　　"
-        for ch in para:
-            if pen.text_width(line + ch, 4.2) > A4_W - 50:
-                pen.text(25, y, line, 4.2, colour=(0, 0, 0))
-                y, line = y + 7.5, ""
-            line += ch
-        pen.text(25, y, line, 4.2, colour=(0, 0, 0))
-        y += 9.5
+        for line in wrap(pen, "　　" + para, 4.2, A4_W - 50):
+            pen.text(25, y, line, 4.2, colour=(0, 0, 0))
+            y += 7.5
+        y += 2.0
     y = max(y + 20, 200.0)
     pen.text(A4_W - 25, y, said.sender, 4.2, align="right", colour=(0, 0, 0))
     pen.text(A4_W - 25, y + 9, said.date, 4.2, align="right", colour=(0, 0, 0))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Protocol
 
 import numpy as np
 
@@ -22,7 +23,13 @@ A4_W, A4_H = 210.0, 297.0
 BLUE_INK = (150, 80, 30)  # BGR: the note's preprinted ruling
 
 
-def wrap(layer: Layer, text: str, size: float, width: float, cjk: str = "ming") -> list[str]:
+class Measures(Protocol):
+    """What sets text and says how wide it is: a raster :class:`Layer`, a PDF page's pen."""
+
+    def text_width(self, text: str, size: float, cjk: str = ..., latin: str = ...) -> float: ...
+
+
+def wrap(layer: Measures, text: str, size: float, width: float, cjk: str = "ming") -> list[str]:
     """Break ``text`` into lines no wider than ``width`` mm."""
     lines, current = [], ""
     for ch in text:
