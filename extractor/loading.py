@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import cv2
 import numpy as np
@@ -39,6 +39,7 @@ MAX_PAGES = 200
 MAX_PIXELS = 80_000_000  # per page; a 600 dpi A3 page is ~70 MP
 MM_PER_PT = 25.4 / 72
 MIN_TEXT_LAYER_WORDS = 5
+T = TypeVar("T")
 MAX_GARBLED_SHARE = 0.2
 """A text layer more of whose characters than this are no plain text (symbols, kana, rare
 ideographs: :func:`~extractor.fields.charsets.plain_character`) is its fonts' glyph ids, their
@@ -90,7 +91,7 @@ class Page:
     layer never is; rendering was most of its cost).
     """
 
-    __slots__ = ("_image", "_render", "dpi", "index", "pictured", "size_mm", "words")
+    __slots__ = ("_image", "_pictured", "_render", "dpi", "index", "size_mm", "words")
 
     def __init__(
         self,
@@ -99,7 +100,7 @@ class Page:
         dpi: float | None,
         size_mm: tuple[float, float] | None = None,
         words: list[Word] | None = None,
-        pictured: float = 0.0,
+        pictured: float | Callable[[], float] = 0.0,
     ) -> None:
         self.index = index
         self.dpi = dpi
@@ -109,10 +110,17 @@ class Page:
         """The page's printed size (PDF pages)."""
         self.words = words
         """The PDF's text layer, when it has a usable one."""
-        self.pictured = pictured
-        """The share of a born-digital page's area its images cover (what is printed there is
-        not in its text layer: a logo, a QR code, or a scan or photo of a form)."""
+        self._pictured = pictured
         self._image, self._render = (None, image) if callable(image) else (image, None)
+
+    @property
+    def pictured(self) -> float:
+        """The share of a born-digital page's area its images cover (what is printed there is
+        not in its text layer: a logo, a QR code, or a scan or photo of a form); measured when
+        first asked for (only a page that does not register asks)."""
+        if callable(self._pictured):
+            self._pictured = self._pictured()
+        return self._pictured
 
     @property
     def image(self) -> np.ndarray:
@@ -515,8 +523,11 @@ def _pdf_pages(
             scan = _is_scan(page)
             words = None if scan else _text_layer(page)
             if words:
-                render = _render_later(data, index, zoom)
-                yield Page(index, render, float(dpi), size_mm, words, _pictured(page))
+                render = _later(
+                    data, index, lambda page, i=index: _render(page, i, zoom), "rendered"
+                )
+                pictured = _later(data, index, _pictured, "read")
+                yield Page(index, render, float(dpi), size_mm, words, pictured)
                 continue
             embedded = _embedded_scan(doc, page, dpi, max_pixels) if scan else None
             image, image_dpi = embedded or (_render(page, index, zoom), float(dpi))
@@ -567,18 +578,21 @@ def _render(page: object, index: int, zoom: float) -> np.ndarray:
         raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
 
 
-def _render_later(data: bytes, index: int, zoom: float) -> Callable[[], np.ndarray]:
-    """:func:`_render` of page ``index`` of the PDF ``data``, when called (it opens the
-    document again: the loader's copy may be closed by then; opening costs ~0.1 ms)."""
+def _later(
+    data: bytes, index: int, read: Callable[[pymupdf.Page], T], what: str
+) -> Callable[[], T]:
+    """``read`` of page ``index`` of the PDF ``data``, when called (it opens the document again:
+    the loader's copy may be closed by then; opening costs ~0.1 ms). ``what`` says what is done
+    with the page, for the error when it cannot be opened."""
 
-    def render() -> np.ndarray:
+    def later() -> T:
         pymupdf = _pymupdf()
         try:
             doc = pymupdf.open(stream=data, filetype="pdf")
             page = doc.load_page(index)
         except Exception as exc:
-            raise CorruptInputError(f"PDF page {index + 1} cannot be rendered: {exc}") from exc
+            raise CorruptInputError(f"PDF page {index + 1} cannot be {what}: {exc}") from exc
         with doc:
-            return _render(page, index, zoom)
+            return read(page)
 
-    return render
+    return later
