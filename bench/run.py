@@ -665,8 +665,9 @@ def render(results: dict[str, Any], out: Path) -> None:
             by_text, by_ocr = letter["text_layer"], letter["ocr"]
             add("")
             add(
-                "A typed cover letter between two of them (page 2 of `digital_pdf([7000, 7001], "
-                "letter_at=1)`), the fallback on: told to be no invoice from its text layer in "
+                "A typed cover letter between two of them (page 2 of "
+                f"`digital_pdf({tasks.LETTER_SEEDS}, letter_at=1)`), the fallback on: told to be "
+                "no invoice from its text layer in "
                 f"**{by_text['cpu_ms']:.0f} ms** of CPU ({by_text['status']}), against "
                 f"{by_ocr['cpu_ms']:.0f} ms by full-page OCR (`text_layer=False`, "
                 f"{by_ocr['status']}): {by_ocr['cpu_ms'] / by_text['cpu_ms']:.0f}x."

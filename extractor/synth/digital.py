@@ -35,7 +35,7 @@ from extractor.synth.digital_form import (
     seal_rect,
 )
 from extractor.synth.generate import Document, truth_json, write_pdf
-from extractor.synth.pages import A4_H, A4_W, letter, wrap
+from extractor.synth.pages import A4_H, A4_W, letter, letter_layout
 from extractor.synth.raster import TextBox, to_uint8
 from extractor.synth.render import RenderedPage, paper
 
@@ -159,18 +159,10 @@ def draw_letter_page(doc: pymupdf.Document, seed: int, used: dict[str, set[str]]
     said, _, _ = letter(seed)
     page = doc.new_page(width=A4_W * PT_PER_MM, height=A4_H * PT_PER_MM)
     pen = PdfPen(page, used)
-    pen.text(A4_W / 2, 35, said.title, 7.0, cjk="hei", align="centre", colour=(0, 0, 0))
-    pen.text(25, 55, said.to, 4.2, colour=(0, 0, 0))
-    y = 68.0
-    for para in said.paragraphs:
-        for line in wrap(pen, "　　" + para, 4.2, A4_W - 50):
-            pen.text(25, y, line, 4.2, colour=(0, 0, 0))
-            y += 7.5
-        y += 2.0
-    y = max(y + 20, 200.0)
-    pen.text(A4_W - 25, y, said.sender, 4.2, align="right", colour=(0, 0, 0))
-    pen.text(A4_W - 25, y + 9, said.date, 4.2, align="right", colour=(0, 0, 0))
-    pen.text(25, y + 30, said.contact, 3.6, colour=(0, 0, 0))
+    for line in letter_layout(said, pen)[0]:
+        pen.text(
+            line.x, line.y, line.text, line.size, cjk=line.cjk, align=line.align, colour=(0, 0, 0)
+        )
     return said.title
 
 

@@ -156,23 +156,50 @@ def letter(seed: int) -> tuple[Letter, Invoice, random.Random]:
     return said, inv, rng
 
 
+@dataclass(frozen=True)
+class Placed:
+    """A line of a page where it goes (mm; ``y`` its visual centre) and how it is set."""
+
+    x: float
+    y: float
+    text: str
+    size: float
+    cjk: str = "ming"
+    align: str = "left"
+    title: bool = False
+
+
+def letter_layout(said: Letter, pen: Measures) -> tuple[list[Placed], float]:
+    """The letter's lines on an A4 page, its paragraphs wrapped as ``pen`` measures them, and
+    the height of its signature (where its seal goes)."""
+    placed = [Placed(A4_W / 2, 35, said.title, 7.0, "hei", "centre", True)]
+    placed.append(Placed(25, 55, said.to, 4.2))
+    y = 68.0
+    for para in said.paragraphs:
+        for line in wrap(pen, "　　" + para, 4.2, A4_W - 50):
+            placed.append(Placed(25, y, line, 4.2))
+            y += 7.5
+        y += 2.0
+    y = max(y + 20, 200.0)
+    placed += [
+        Placed(A4_W - 25, y, said.sender, 4.2, align="right"),
+        Placed(A4_W - 25, y + 9, said.date, 4.2, align="right"),
+        Placed(25, y + 30, said.contact, 3.6),
+    ]
+    return placed, y
+
+
 def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
     """An A4 portrait cover letter (发票寄送函) in Chinese, signed and sealed."""
     said, inv, rng = letter(seed)
     ink = Layer(A4_W, A4_H, dpi)
     seal = Layer(A4_W, A4_H, dpi)
-    ink.text(A4_W / 2, 35, said.title, 7.0, cjk="hei", align="centre", stroke=0.08)
-    ink.text(25, 55, said.to, 4.2, cjk="ming")
-    y = 68.0
-    for para in said.paragraphs:
-        for line in wrap(ink, "　　" + para, 4.2, A4_W - 50):
-            ink.text(25, y, line, 4.2, cjk="ming")
-            y += 7.5
-        y += 2.0
-    y = max(y + 20, 200.0)
-    ink.text(A4_W - 25, y, said.sender, 4.2, cjk="ming", align="right")
-    ink.text(A4_W - 25, y + 9, said.date, 4.2, cjk="ming", align="right")
-    ink.text(25, y + 30, said.contact, 3.6, cjk="ming")
+    placed, y = letter_layout(said, ink)
+    for line in placed:
+        stroke = 0.08 if line.title else 0.0
+        ink.text(
+            line.x, line.y, line.text, line.size, cjk=line.cjk, align=line.align, stroke=stroke
+        )
     tile = oval_seal(
         20.0, 20.0, dpi, arc_text=inv.seller.name, middle=[], bottom="财务专用章", star=True
     )
