@@ -3,6 +3,10 @@
 When a page does not register on its form frame (a photo at a steep angle, a frame cut off, a
 seal over a corner) or a required field fails validation, full-page OCR runs and:
 
+0. **A glance first**, on a page no frame registered on: its lines' starts only, read at a
+   third of the size, until one shows a label of the form (:class:`LabelStarts`). A page that
+   shows none (a cover letter, a contract) is no such form and is not read whole.
+
 1. **Labels align the page.** The printed labels of the reference form (read once per template
    by the same OCR) are matched by text to the page's lines; their positions give a homography
    (RANSAC), whatever the rotation or perspective.
@@ -18,7 +22,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import cv2
@@ -90,6 +94,30 @@ class ReferenceLabels:
             for line in lines
             if counts[norm(line.text)] == 1 and len(norm(line.text)) >= 2
         }
+
+
+@dataclass(frozen=True, slots=True)
+class LabelStarts:
+    """Whether a line starts with one of the printed labels of some forms: the labels the
+    fallback finds fields by (the reference's texts of two characters or more, which
+    :func:`align_by_labels` aligns a page by; the fields' own labels, which
+    :func:`beside_label` looks for), at its first or second character as they do. What a
+    glance at a page no frame registered on looks for (:meth:`FullPageReader.shows`); plain
+    data, so that it goes to the fallback's own process."""
+
+    labels: frozenset[str]
+
+    @classmethod
+    def of(cls, forms: Iterable[tuple[Template, ReferenceLabels]]) -> LabelStarts:
+        labels: set[str] = set()
+        for template, reference in forms:
+            labels |= {text for text in reference.texts if len(text) >= 2}
+            labels |= {norm(spec.label) for spec in template.fields if spec.label}
+        return cls(frozenset(labels))
+
+    def __call__(self, text: str) -> bool:
+        line = norm(text)
+        return any(0 <= line.find(label) <= 1 for label in self.labels)
 
 
 def align_by_labels(

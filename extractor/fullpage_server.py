@@ -91,16 +91,21 @@ def _exit_with(parent: int, every_s: float = 1.0) -> None:
 
 
 def _answer(conn: Connection, ocr: FullPageReader, lock: threading.Lock) -> None:
-    """One client's pages, until it hangs up: ``(image, views, keep)`` -> ``("lines", [...])``
-    or ``("error", message)`` (the client raises it as an :class:`EngineError`)."""
+    """One client's pages, until it hangs up: ``("lines", image, views, keep)`` -> ``("lines",
+    [...])``, ``("shows", image, starts)`` -> ``("shows", bool)``, or either -> ``("error",
+    message)`` (the client raises it as an :class:`EngineError`)."""
     with conn:
         try:
             conn.send(ocr.setting)
             while True:
-                image, views, keep = conn.recv()
+                kind, image, *asked = conn.recv()
                 try:
                     with lock:
-                        reply: tuple[str, Any] = ("lines", ocr(image, views, keep))
+                        reply: tuple[str, Any] = (
+                            (kind, ocr.shows(image, *asked))
+                            if kind == "shows"
+                            else (kind, ocr(image, *asked))
+                        )
                         del image
                         memory.trim()
                 except Exception as exc:  # the page's failure, not the process's
@@ -134,10 +139,18 @@ class RemoteFullPageOCR:
         views: Sequence[View] | None = None,
         keep: Callable[[np.ndarray], bool] | None = None,
     ) -> list[TextLine]:
+        listed = list(views) if views is not None else None
+        lines: list[TextLine] = self._ask("lines", image, listed, keep)
+        return lines
+
+    def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
+        return bool(self._ask("shows", image, starts))
+
+    def _ask(self, *message: Any) -> Any:
         for attempt in range(2):
             conn = self._connected()
             try:
-                conn.send((image, list(views) if views is not None else None, keep))
+                conn.send(message)
                 kind, value = conn.recv()
             except (EOFError, OSError) as exc:
                 self.close()

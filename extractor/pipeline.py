@@ -32,6 +32,7 @@ from extractor.engines.base import recognize_confirming
 from extractor.errors import EngineError, TemplateError
 from extractor.fallback import (
     LabelAlignment,
+    LabelStarts,
     ReferenceLabels,
     align_by_labels,
     beside_label,
@@ -372,7 +373,7 @@ class Extractor:
             if mode == "never":
                 return _unmatched(page, None, alignment, timings, scores)
             with _timed(timings, "fallback"):
-                lines = self._layer_lines(page) or self.fullpage_ocr()(image)
+                lines = self._layer_lines(page) or self._page_lines(image, candidates)
                 by_labels = {
                     c.name: align_by_labels(lines, self.reference_labels(c)) for c in candidates
                 }
@@ -835,7 +836,18 @@ class Extractor:
             keep = near_fields(
                 doubtful, template, alignment.homography, settled, form, down, alignment.bend
             )
+        elif not alignment.matched:
+            return self._page_lines(image, [prepared.template])
         return self.fullpage_ocr()(image, views, keep)
+
+    def _page_lines(self, image: np.ndarray, templates: Sequence[Template]) -> list[TextLine]:
+        """Full-page OCR of a page no frame registered on, if a glance finds a line starting
+        with a label of one of ``templates``' forms (:meth:`FullPageReader.shows`); no lines
+        if none does: the page is none of those forms (a cover letter, a contract), and no
+        label would align it or name a field on it."""
+        ocr = self.fullpage_ocr()
+        starts = LabelStarts.of((t, self.reference_labels(t)) for t in templates)
+        return ocr(image) if ocr.shows(image, starts) else []
 
     def reference_labels(self, template: Template) -> ReferenceLabels:
         """The printed labels of the template's reference form (read once per process, and

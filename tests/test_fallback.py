@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import pickle
 from functools import partial
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from extractor.bend import Bend
 from extractor.fallback import (
     RIGHT_MM,
     ROW_MM,
+    LabelStarts,
     ReferenceLabels,
     beside_label,
     flattened,
@@ -274,3 +276,19 @@ def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt
     # a reference made from a filled sample holds its values in their boxes: no form print
     sample = [*form, printed("91350102515373949Y", 48, 90, 43.5, 46.5)]  # the tax id's box
     assert near_fields([name], template, np.eye(3), form=sample)(line(48, 95, 45.5))
+
+
+def test_a_line_starts_with_a_label_where_the_fallback_would_find_one() -> None:
+    """What a glance at a page no frame registered on looks for: a label of the form (one the
+    reference prints, or a field's own) at a line's first or second character, spaces and
+    colons aside; not further in (项目名称 is another label than 名称, and a letter's sentence
+    naming the 发票号码 is no form)."""
+    template = TemplateStore().get("vat_invoice")
+    reference = ReferenceLabels([_line("发票代码", 0, 0, 80, 0), _line("密码区", 0, 40, 60, 0)])
+    starts = LabelStarts.of([(template, reference)])
+    assert starts("发票代码 034002400304") and starts("密 码 区")
+    assert starts("名 称：宁波乾科方家具有限公司") and starts("1开票日期：2022年07月19日")
+    assert starts("价税合计（大写）") and starts("（小写）¥128.00")
+    assert not starts("项目名称") and not starts("所附单据共计若干页，发票号码详见附件清单。")
+    assert not starts("致：福州诚精阳泰贸易有限公司财务部") and not starts("码")
+    assert pickle.loads(pickle.dumps(starts)) == starts  # it goes to the fallback's process

@@ -56,6 +56,26 @@ def test_a_page_read_in_the_shared_process_is_the_page_read_in_this_one(
     assert any(source == "fallback" for _, _, source, _ in _fields(shared))
 
 
+def test_a_glance_in_the_shared_process_is_the_glance_in_this_one(
+    server: FullPageServer,
+) -> None:
+    """A page no frame registered on is glanced at for its form's labels there too: the scanned
+    cover letter of fixture 0046 shows none and is not read whole, an invoice shows them."""
+    from extractor.fallback import LabelStarts
+    from extractor.loading import iter_pages
+
+    own = Extractor(threads=1)
+    template = own.templates.get("vat_invoice")
+    starts = LabelStarts.of([(template, own.reference_labels(template))])
+    letter, invoice, _ = iter_pages((ROOT / "fixtures/multipage/vat_invoice_0046.pdf").read_bytes())
+    remote = RemoteFullPageOCR(server.address)
+    try:
+        assert [remote.shows(p.image, starts) for p in (letter, invoice)] == [False, True]
+    finally:
+        remote.close()
+    assert [own.fullpage_ocr().shows(p.image, starts) for p in (letter, invoice)] == [False, True]
+
+
 def test_a_worker_outlives_the_process_dying(server: FullPageServer) -> None:
     """Killed, the process is started again by its owner; a client reconnects and reads on.
     While it is down, a page fails with an EngineError that says so (no hang)."""
