@@ -664,13 +664,21 @@ def render(results: dict[str, Any], out: Path) -> None:
         if letter:
             by_text, by_ocr = letter["text_layer"], letter["ocr"]
             add("")
+            whole = letter.get("whole")
+            read_whole = (
+                f", and {whole['cpu_ms']:.0f} ms for full-page OCR to read it whole (what that "
+                "path did before it glanced)"
+                if whole
+                else ""
+            )
             add(
                 "A typed cover letter between two of them (page 2 of "
                 f"`digital_pdf({tasks.LETTER_SEEDS}, letter_at=1)`), the fallback on: told to be "
                 "no invoice from its text layer in "
                 f"**{by_text['cpu_ms']:.0f} ms** of CPU ({by_text['status']}), against "
-                f"{by_ocr['cpu_ms']:.0f} ms by full-page OCR (`text_layer=False`, "
-                f"{by_ocr['status']}): {by_ocr['cpu_ms'] / by_text['cpu_ms']:.0f}x."
+                f"{by_ocr['cpu_ms']:.0f} ms on the image path (`text_layer=False`, "
+                f"{by_ocr['status']}: rendered, registered, glanced at by full-page OCR): "
+                f"{by_ocr['cpu_ms'] / by_text['cpu_ms']:.0f}x{read_whole}."
             )
     cal = results.get("calibration", {})
     if cal.get("errors"):
