@@ -92,6 +92,12 @@ GLANCE_SIDE = 960
 of the detector's work and memory at :data:`DET_MAX_SIDE` (a cover letter at 1,226 x 1,747 px:
 0.38 against 1.28 s of one core, +140 against +335 MB). The form's labels are found at it as at
 the full size on the pages no frame registers (13-17 against 12-22 on three steep photos)."""
+GLANCE_LINES = 8
+GLANCE_LINE_HEIGHT = 14.0
+"""A glance that finds fewer lines than this, or lines whose median height is under this many
+px, cannot tell a page from a form at its size (a form photographed small in a large frame: 4
+lines found at 960 px where 47 are at 1,600, and none of them a label): it does not say no, and
+the page is read whole. Pages at a legible size show 11-86 lines at a glance, of 16-26 px."""
 GLANCE_HEIGHTS = 10
 """A glance reads each line's start only, this many times the line's height: where a form's
 label is (at the line's first or second character; the longest, 价税合计（大写）, is 8)."""
@@ -228,10 +234,12 @@ class FullPageOCR:
     def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
         """Whether a line of ``image`` starts with what ``starts`` looks for: its lines detected
         at :data:`GLANCE_SIDE` and read top to bottom, each only its first
-        :data:`GLANCE_HEIGHTS` heights, until one does. A page no frame registered on that
-        shows none of its form's labels is no such form, and reading it whole would cost ~3x
-        more (a typed cover letter: 0.74 against 2.3 s of one core) and the detector's memory
-        at full size; on a form, the first label is found within a few lines (0.3-0.5 s)."""
+        :data:`GLANCE_HEIGHTS` heights, until one does; True, unread, where its lines are too
+        few or too small at that size to tell (:data:`GLANCE_LINES`). A page no frame
+        registered on that shows none of its form's labels is no such form, and reading it
+        whole would cost ~3x more (a scanned cover letter: 0.74 against 2.3 s of one core) and
+        the detector's memory at full size; on a form, the first label is found within a few
+        lines (0.3-0.5 s)."""
         from rapidocr.main import RapidOCRError
         from rapidocr.utils.process_img import get_rotate_crop_image
 
@@ -244,9 +252,13 @@ class FullPageOCR:
                 found = detector(image)
         finally:
             detector.limit_side_len = DET_MAX_SIDE
-        if found.boxes is None:
-            return False
-        for box in sorted(found.boxes, key=lambda quad: (quad[:, 1].min(), quad[:, 0].min())):
+        boxes = [] if found.boxes is None else list(found.boxes)
+        if max(image.shape[:2]) > GLANCE_SIDE:  # shrunk for the glance: is its text still seen?
+            scale = GLANCE_SIDE / max(image.shape[:2])
+            heights = [np.linalg.norm(box[3] - box[0]) * scale for box in boxes]
+            if len(boxes) < GLANCE_LINES or np.median(heights) < GLANCE_LINE_HEIGHT:
+                return True  # no telling at this size: read it whole
+        for box in sorted(boxes, key=lambda quad: (quad[:, 1].min(), quad[:, 0].min())):
             line = get_rotate_crop_image(image, np.array(box, np.float32))
             start = line[:, : GLANCE_HEIGHTS * line.shape[0]]
             try:

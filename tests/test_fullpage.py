@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 import cv2
+import numpy as np
 import onnxruntime as ort
 import pytest
 
@@ -46,3 +47,29 @@ def test_a_shared_process_detector_sleeps_between_tasks() -> None:
     own = get_fullpage_ocr("cpu", 2)._engine.text_det.session.session.get_session_options()
     with pytest.raises(RuntimeError, match="does not have configuration"):
         own.get_session_config_entry(key)  # ONNX Runtime's default: spin
+
+
+def test_a_glance_says_no_only_where_it_can_tell() -> None:
+    """A glance (lines detected at 960 px, their starts read) says that no line starts with what
+    it looks for only where the page's lines are many and large enough at that size to be seen:
+    a scanned cover letter, yes; the same form photographed small in a 4000 x 3000 frame (its
+    text at a quarter of its size at 960 px: 4 of the 47 lines full-page OCR finds), no: that
+    page is read whole, as it was before glances."""
+    from extractor.loading import iter_pages
+
+    ocr = get_fullpage_ocr(threads=1)
+    letter = next(iter_pages((FIXTURES / "multipage/vat_invoice_0046.pdf").read_bytes())).image
+    form = cv2.imread(str(FIXTURES / "clean/vat_invoice_0002.jpg"))
+    photo = np.full((3000, 4000, 3), 200, np.uint8)
+    small = cv2.resize(form, None, fx=0.7, fy=0.7, interpolation=cv2.INTER_AREA)
+    photo[500 : 500 + small.shape[0], 300 : 300 + small.shape[1]] = small
+    seen: list[str] = []
+
+    def nothing(text: str) -> bool:
+        seen.append(text)
+        return False
+
+    assert not ocr.shows(letter, nothing) and len(seen) >= 8  # every line's start read
+    seen.clear()
+    assert ocr.shows(photo, nothing) and seen == []  # too small to tell: nothing read
+    assert ocr.shows(form, lambda text: "发票代码" in text)
