@@ -7,7 +7,12 @@ from test_engine_cascade import page_crops
 
 from extractor.engines.ctc import ctc_greedy
 from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
-from extractor.engines.ppocr import PPOCRRecognizer, _session_providers, cudnn_conv_algo_search
+from extractor.engines.ppocr import (
+    PPOCRRecognizer,
+    _session_providers,
+    cudnn_conv_algo_search,
+    packaged_model_path,
+)
 from extractor.errors import EngineError
 
 
@@ -98,9 +103,29 @@ def test_cuda_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_tensorrt_profile_covers_the_largest_batch(tmp_path) -> None:
-    trt = dict(_session_providers("tensorrt", 0, True, str(tmp_path), 512)[0][1])  # type: ignore[arg-type]
+    model = packaged_model_path("PP-OCRv6")
+    trt = dict(_session_providers("tensorrt", 0, True, str(tmp_path), 512, model)[0][1])  # type: ignore[arg-type]
     assert trt["trt_profile_max_shapes"] == "x:512x3x48x1920"
     assert trt["trt_engine_cache_path"] == str(tmp_path) and trt["trt_fp16_enable"] is True
+
+
+def test_tensorrt_profiles_name_the_models_own_image_input(tmp_path) -> None:
+    """The profiles name the image input as the model does: ``x`` in the shipped models, the
+    name another export gave it (here the shipped model's, renamed) in a user's."""
+    import onnx
+
+    model = onnx.load(str(packaged_model_path("PP-OCRv6")))
+    for node in model.graph.node:
+        node.input[:] = ["image" if name == "x" else name for name in node.input]
+    model.graph.input[0].name = "image"
+    renamed = tmp_path / "rec.onnx"
+    onnx.save(model, str(renamed))
+    trt = dict(_session_providers("tensorrt", 0, True, str(tmp_path), 32, renamed)[0][1])  # type: ignore[arg-type]
+    assert trt["trt_profile_min_shapes"] == "image:1x3x48x32"
+    assert trt["trt_profile_max_shapes"] == "image:32x3x48x1920"
+    blank = np.full((48, 160, 3), 255, np.uint8)
+    (read,) = PPOCRRecognizer(model_path=renamed, threads=1).recognize([blank], [None])
+    assert read.text == ""  # its CPU session finds the input by the model's name too
 
 
 def test_gpu_providers_need_an_onnxruntime_build_with_them() -> None:

@@ -117,9 +117,29 @@ def cudnn_conv_algo_search() -> str:
     return value
 
 
+def _image_input(model: Path) -> str:
+    """The name of ``model``'s image input (its first that no initialiser fills), which
+    TensorRT's optimisation profiles name: ``x`` in every PP-OCR model the packages ship, not
+    necessarily in a model exported elsewhere (``ROI_PPOCR_REC_MODEL``)."""
+    try:
+        import onnx
+    except ImportError as exc:
+        raise EngineError(f"TensorRT needs the onnx package ({exc}): install 'roi[gpu]'") from exc
+    graph = onnx.load(str(model), load_external_data=False).graph
+    filled = {initialiser.name for initialiser in graph.initializer}
+    return next(i.name for i in graph.input if i.name not in filled)
+
+
 def _session_providers(
-    provider: Provider, device_id: int, fp16: bool, cache_dir: str | None, max_batch: int
+    provider: Provider,
+    device_id: int,
+    fp16: bool,
+    cache_dir: str | None,
+    max_batch: int,
+    model: Path | None = None,
 ) -> list[str | tuple[str, dict[str, object]]]:
+    """ONNX Runtime's providers for ``provider``, each with its options; TensorRT's name the
+    image input of ``model``."""
     cpu: list[str | tuple[str, dict[str, object]]] = ["CPUExecutionProvider"]
     cuda: tuple[str, dict[str, object]] = (
         "CUDAExecutionProvider",
@@ -129,6 +149,9 @@ def _session_providers(
         return cpu
     if provider == "cuda":
         return [cuda, *cpu]
+    if model is None:
+        raise ValueError("TensorRT's profiles need the model, to name its image input")
+    image = _image_input(model)
     cache = cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "roi", "trt")
     os.makedirs(cache, exist_ok=True)
     trt: tuple[str, dict[str, object]] = (
@@ -140,9 +163,9 @@ def _session_providers(
             "trt_engine_cache_path": cache,
             "trt_timing_cache_enable": True,
             "trt_timing_cache_path": cache,
-            "trt_profile_min_shapes": f"x:1x3x{INPUT_HEIGHT}x{WIDTH_STEP}",
-            "trt_profile_opt_shapes": f"x:{min(32, max_batch)}x3x{INPUT_HEIGHT}x320",
-            "trt_profile_max_shapes": f"x:{max_batch}x3x{INPUT_HEIGHT}x{MAX_WIDTH}",
+            "trt_profile_min_shapes": f"{image}:1x3x{INPUT_HEIGHT}x{WIDTH_STEP}",
+            "trt_profile_opt_shapes": f"{image}:{min(32, max_batch)}x3x{INPUT_HEIGHT}x320",
+            "trt_profile_max_shapes": f"{image}:{max_batch}x3x{INPUT_HEIGHT}x{MAX_WIDTH}",
         },
     )
     return [trt, cuda, *cpu]
@@ -263,7 +286,7 @@ class PPOCRRecognizer(CTCLineReader):
         # instead of growing to ~300 as new batch shapes raise the arena's high-water mark, at
         # no measurable cost in speed (docs/reliability.md, docs/benchmarks.md).
         options.enable_cpu_mem_arena = provider != "cpu"
-        providers = _session_providers(provider, device_id, fp16, trt_cache_dir, max_batch)
+        providers = _session_providers(provider, device_id, fp16, trt_cache_dir, max_batch, path)
         available = set(ort.get_available_providers())
         wanted = providers[0] if isinstance(providers[0], str) else providers[0][0]
         if wanted not in available:
