@@ -3,9 +3,10 @@
 When a page does not register on its form frame (a photo at a steep angle, a frame cut off, a
 seal over a corner) or a required field fails validation, full-page OCR runs and:
 
-0. **A glance first**, on a page no frame registered on: its lines' starts only, read at a
-   third of the size, until one shows a label of the form (:class:`LabelStarts`). A page that
-   shows none (a cover letter, a contract) is no such form and is not read whole.
+0. **A glance first**, on a page no frame registered on: its lines detected at 960 px instead
+   of 1,600 and only their starts read, until one shows a label of the form
+   (:class:`LabelStarts`). A page that shows none (a cover letter, a contract) is no such form
+   and is not read whole.
 
 1. **Labels align the page.** The printed labels of the reference form (read once per template
    by the same OCR) are matched by text to the page's lines; their positions give a homography

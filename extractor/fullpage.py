@@ -89,9 +89,10 @@ lines differently and let two names read by the fallback through wrong."""
 
 GLANCE_SIDE = 960
 """Long side, in px, of the page a glance (:meth:`FullPageOCR.shows`) detects lines on: a third
-of the detector's work and memory at :data:`DET_MAX_SIDE` (a cover letter at 1,226 x 1,747 px:
-0.38 against 1.28 s of one core, +140 against +335 MB). The form's labels are found at it as at
-the full size on the pages no frame registers (13-17 against 12-22 on three steep photos)."""
+of the detector's work at :data:`DET_MAX_SIDE` and under half its memory (a cover letter at
+1,226 x 1,747 px: 0.38 against 1.28 s of one core, +138 against +335 MB). The form's labels
+are found at it as at the full size on the pages no frame registers (13-17 against 12-22 on
+three steep photos)."""
 GLANCE_LINES = 8
 GLANCE_LINE_HEIGHT = 14.0
 """A glance that finds fewer lines than this, or lines whose median height is under this many

@@ -52,9 +52,9 @@ def test_a_shared_process_detector_sleeps_between_tasks() -> None:
 def test_a_glance_says_no_only_where_it_can_tell() -> None:
     """A glance (lines detected at 960 px, their starts read) says that no line starts with what
     it looks for only where the page's lines are many and large enough at that size to be seen:
-    a scanned cover letter, yes; the same form photographed small in a 4000 x 3000 frame (its
-    text at a quarter of its size at 960 px: 4 of the 47 lines full-page OCR finds), no: that
-    page is read whole, as it was before glances."""
+    a scanned cover letter, yes; a form photographed small in a 4000 x 3000 frame (at 960 px its
+    text a sixth of its scan's size: 4 of the 47 lines full-page OCR finds), no: that page is
+    read whole, as it was before glances."""
     from extractor.loading import iter_pages
 
     ocr = get_fullpage_ocr(threads=1)
