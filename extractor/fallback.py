@@ -4,9 +4,9 @@ When a page does not register on its form frame (a photo at a steep angle, a fra
 seal over a corner) or a required field fails validation, full-page OCR runs and:
 
 0. **A glance first**, on a page no frame registered on: its lines detected at 960 px instead
-   of 1,600 and only their starts read, until one shows a label of the form
-   (:class:`LabelStarts`). A page that shows none (a cover letter, a contract) is no such form
-   and is not read whole.
+   of 1,600 and only their starts read, until they show enough of the form's labels to find a
+   field by (:class:`LabelStarts`). A page that does not (a cover letter, a delivery note) is
+   no such form and is not read whole.
 
 1. **Labels align the page.** The printed labels of the reference form (read once per template
    by the same OCR) are matched by text to the page's lines; their positions give a homography
@@ -21,6 +21,7 @@ For each field the first reading that validates wins; each says where it came fr
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
@@ -97,28 +98,40 @@ class ReferenceLabels:
         }
 
 
-@dataclass(frozen=True, slots=True)
 class LabelStarts:
-    """Whether a line starts with one of the printed labels of some forms: the labels the
-    fallback finds fields by (the reference's texts of two characters or more, which
-    :func:`align_by_labels` aligns a page by; the fields' own labels, which
-    :func:`beside_label` looks for), at its first or second character as they do. What a
-    glance at a page no frame registered on looks for (:meth:`FullPageReader.shows`); plain
-    data, so that it goes to the fallback's own process."""
+    """Whether the lines a glance has read so far (their starts: :meth:`FullPageReader.shows`)
+    show enough of a form's labels for the fallback to find a field by: one field's own label
+    (:func:`beside_label` finds its value), or as many of the reference's distinct labels as
+    :func:`align_by_labels` needs to align a page of a known template
+    (:data:`MIN_INLIERS_FOR_ITS_TEMPLATE`, or :data:`MIN_LABEL_SCORE` of them if fewer), each at
+    a line's first or second character as they find them. A page that shows less (a cover
+    letter; a delivery note printing 单价, 金额 and the form's ``No``) gives the fallback nothing
+    to read. One per glance (it counts what it has seen); plain data, so that it goes to the
+    fallback's own process."""
 
-    labels: frozenset[str]
-
-    @classmethod
-    def of(cls, forms: Iterable[tuple[Template, ReferenceLabels]]) -> LabelStarts:
-        labels: set[str] = set()
-        for template, reference in forms:
-            labels |= {text for text in reference.texts if len(text) >= 2}
-            labels |= {norm(spec.label) for spec in template.fields if spec.label}
-        return cls(frozenset(labels))
+    def __init__(self, forms: Iterable[tuple[Template, ReferenceLabels]]) -> None:
+        self.forms = [
+            (
+                frozenset(norm(spec.label) for spec in template.fields if spec.label),
+                frozenset(reference.unique),
+                min(
+                    MIN_INLIERS_FOR_ITS_TEMPLATE,
+                    math.ceil(MIN_LABEL_SCORE * len(reference.unique)),
+                ),
+            )
+            for template, reference in forms
+        ]
+        self.seen: list[set[str]] = [set() for _ in self.forms]
 
     def __call__(self, text: str) -> bool:
         line = norm(text)
-        return any(0 <= line.find(label) <= 1 for label in self.labels)
+        for (fields, unique, enough), seen in zip(self.forms, self.seen, strict=True):
+            if any(0 <= line.find(label) <= 1 for label in fields):
+                return True
+            seen.update(label for label in unique if 0 <= line.find(label) <= 1)
+            if len(seen) >= enough:
+                return True
+        return False
 
 
 def align_by_labels(

@@ -128,8 +128,8 @@ class FullPageReader(Protocol):
     ) -> list[TextLine]: ...
 
     def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
-        """Whether a line of ``image`` starts with what ``starts`` looks for (a form's
-        labels), at a glance: much less than reading it whole."""
+        """Whether ``starts``, given the starts of ``image``'s lines one by one, says yes to one
+        (it looks for a form's labels), at a glance: much less than reading it whole."""
         ...
 
 
@@ -233,14 +233,14 @@ class FullPageOCR:
         return lines
 
     def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
-        """Whether a line of ``image`` starts with what ``starts`` looks for: its lines detected
-        at :data:`GLANCE_SIDE` and read top to bottom, each only its first
-        :data:`GLANCE_HEIGHTS` heights, until one does; True, unread, where its lines are too
+        """Whether ``starts`` says yes to one of ``image``'s lines: its lines detected at
+        :data:`GLANCE_SIDE` and read top to bottom, each only its first :data:`GLANCE_HEIGHTS`
+        heights, each given to ``starts`` until it does; True, unread, where the lines are too
         few or too small at that size to tell (:data:`GLANCE_LINES`). A page no frame
-        registered on that shows none of its form's labels is no such form, and reading it
-        whole would cost ~3x more (a scanned cover letter: 0.74 against 2.3 s of one core) and
-        the detector's memory at full size; on a form, the first label is found within a few
-        lines (0.3-0.5 s)."""
+        registered on that shows too little of its form's labels to find a field by is no such
+        form, and reading it whole would cost ~3x more (a scanned cover letter: 0.74 against
+        2.3 s of one core) and the detector's memory at full size; on a form, a field's label
+        is found within a few lines (0.3-0.5 s)."""
         from rapidocr.main import RapidOCRError
         from rapidocr.utils.process_img import get_rotate_crop_image
 

@@ -841,12 +841,13 @@ class Extractor:
         return self.fullpage_ocr()(image, views, keep)
 
     def _page_lines(self, image: np.ndarray, templates: Sequence[Template]) -> list[TextLine]:
-        """Full-page OCR of a page no frame registered on, if a glance finds a line starting
-        with a label of one of ``templates``' forms (:meth:`FullPageReader.shows`); no lines
-        if none does: the page is none of those forms (a cover letter, a contract), and no
+        """Full-page OCR of a page no frame registered on, if a glance at its lines' starts finds
+        enough of the labels of one of ``templates``' forms to find a field by
+        (:class:`~extractor.fallback.LabelStarts`, :meth:`FullPageReader.shows`); no lines if
+        it does not: the page is none of those forms (a cover letter, a delivery note), and no
         label would align it or name a field on it."""
         ocr = self.fullpage_ocr()
-        starts = LabelStarts.of((t, self.reference_labels(t)) for t in templates)
+        starts = LabelStarts((t, self.reference_labels(t)) for t in templates)
         return ocr(image) if ocr.shows(image, starts) else []
 
     def reference_labels(self, template: Template) -> ReferenceLabels:

@@ -278,17 +278,25 @@ def test_a_line_over_the_forms_own_print_is_recognised_only_for_a_label_in_doubt
     assert near_fields([name], template, np.eye(3), form=sample)(line(48, 95, 45.5))
 
 
-def test_a_line_starts_with_a_label_where_the_fallback_would_find_one() -> None:
-    """What a glance at a page no frame registered on looks for: a label of the form (one the
-    reference prints, or a field's own) at a line's first or second character, spaces and
-    colons aside; not further in (项目名称 is another label than 名称, and a letter's sentence
-    naming the 发票号码 is no form)."""
+def test_a_glance_looks_for_a_fields_label_or_enough_labels_to_align_by() -> None:
+    """What a glance at a page no frame registered on looks for in its lines' starts: a field's
+    own label (beside which the fallback finds its value), or as many of the reference's
+    distinct labels as aligning a page takes (8 of the form's 24 here), each at a line's first
+    or second character, spaces and colons aside. Not a label further in (项目名称 is another
+    label than 名称; a letter's sentence naming the 发票号码), nor the same label twice: a
+    delivery note printing 规格型号, 单位, 数量, 单价, 金额 and ``No`` gives nothing to read."""
     template = TemplateStore().get("vat_invoice")
-    reference = ReferenceLabels([_line("发票代码", 0, 0, 80, 0), _line("密码区", 0, 40, 60, 0)])
-    starts = LabelStarts.of([(template, reference)])
-    assert starts("发票代码 034002400304") and starts("密 码 区")
-    assert starts("名 称：宁波乾科方家具有限公司") and starts("1开票日期：2022年07月19日")
-    assert starts("价税合计（大写）") and starts("（小写）¥128.00")
-    assert not starts("项目名称") and not starts("所附单据共计若干页，发票号码详见附件清单。")
-    assert not starts("致：福州诚精阳泰贸易有限公司财务部") and not starts("码")
-    assert pickle.loads(pickle.dumps(starts)) == starts  # it goes to the fallback's process
+    printed = ["No", "规格型号", "单位", "数量", "单价", "金额", "税率", "税额", "密码区", "备注"]
+    printed += [f"标签{n:02d}" for n in range(14)]
+    reference = ReferenceLabels([_line(text, 0, 30 * i, 80, 0) for i, text in enumerate(printed)])
+    fields = ["发票代码 034002400304", "名 称：宁波乾科方家具有限公司", "1开票日期：2022年07月19日"]
+    for field_label in [*fields, "价税合计（大写）", "（小写）¥128.00"]:
+        assert LabelStarts([(template, reference)])(field_label), field_label
+    note = LabelStarts([(template, reference)])
+    for line in ["No.6213099", "规格型号", "单位", "数量", "数量", "单价", "金 额", "货品名称"]:
+        assert not note(line), line
+    for line in ["项目名称", "所附单据共计若干页，发票号码详见附件清单。", "码", "致：财务部"]:
+        assert not note(line), line
+    copy = pickle.loads(pickle.dumps(note))  # it goes to the fallback's process as it is
+    assert copy("税率") is False and copy("密 码 区") is True  # the 8th distinct label
+    assert note("税率") is False and note("备注") is True

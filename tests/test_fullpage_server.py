@@ -66,14 +66,16 @@ def test_a_glance_in_the_shared_process_is_the_glance_in_this_one(
 
     own = Extractor(threads=1)
     template = own.templates.get("vat_invoice")
-    starts = LabelStarts.of([(template, own.reference_labels(template))])
+    forms = [(template, own.reference_labels(template))]
     letter, invoice, _ = iter_pages((ROOT / "fixtures/multipage/vat_invoice_0046.pdf").read_bytes())
     remote = RemoteFullPageOCR(server.address)
     try:
-        assert [remote.shows(p.image, starts) for p in (letter, invoice)] == [False, True]
+        shown = [remote.shows(p.image, LabelStarts(forms)) for p in (letter, invoice)]
+        assert shown == [False, True]
     finally:
         remote.close()
-    assert [own.fullpage_ocr().shows(p.image, starts) for p in (letter, invoice)] == [False, True]
+    ocr = own.fullpage_ocr()
+    assert [ocr.shows(p.image, LabelStarts(forms)) for p in (letter, invoice)] == [False, True]
 
 
 def test_a_worker_outlives_the_process_dying(server: FullPageServer) -> None:
