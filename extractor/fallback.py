@@ -72,6 +72,12 @@ def norm(text: str) -> str:
     return _NOISE.sub("", text)
 
 
+def starts_with(line: str, label: str) -> bool:
+    """Whether ``line`` (:func:`norm`-ed) starts with ``label``, one stray character before it
+    aside: where the fallback takes a label to be printed (项目名称 is another label than 名称)."""
+    return 0 <= line.find(label) <= 1
+
+
 @dataclass(frozen=True, slots=True)
 class LabelAlignment:
     homography: np.ndarray | None
@@ -126,9 +132,9 @@ class LabelStarts:
     def __call__(self, text: str) -> bool:
         line = norm(text)
         for (fields, unique, enough), seen in zip(self.forms, self.seen, strict=True):
-            if any(0 <= line.find(label) <= 1 for label in fields):
+            if any(starts_with(line, label) for label in fields):
                 return True
-            seen.update(label for label in unique if 0 <= line.find(label) <= 1)
+            seen.update(label for label in unique if starts_with(line, label))
             if len(seen) >= enough:
                 return True
         return False
@@ -310,8 +316,7 @@ def beside_label(
     if not spec.label:
         return None
     label = norm(spec.label)
-    # the label starts the line (one stray character aside): 项目名称 is another label than 名称
-    holders = [line for line in lines if 0 <= norm(line.text).find(label) <= 1]
+    holders = [line for line in lines if starts_with(norm(line.text), label)]
     if near is not None:
         point, radius = near
         holders = [

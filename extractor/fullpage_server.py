@@ -2,7 +2,9 @@
 
 The fallback's full-page OCR (:class:`~extractor.fullpage.FullPageOCR`) is what makes a worker
 large: over every fixture a worker that only runs the ROI path peaks at ~440 MB, one that also
-reads whole pages at ~660 MB (small on OpenVINO; ~370 and ~550 on ONNX Runtime). Loaded once in
+reads whole pages at ~660 MB (small on OpenVINO; ~370 and ~550 on ONNX Runtime; since pages
+that are no invoice are told at a glance, ~500 MB over every fixture, ~660 still for a worker
+that reads an unregistered invoice photo whole). Loaded once in
 a process of its own, it costs that memory once for a pool instead of once per worker. Pages
 are sent to it over a local socket (a few ms for a 2000 x 1300 page) and read one at a time, in
 the order they come: a pool's fallback pages no longer run side by side, which costs throughput

@@ -57,10 +57,11 @@ class Settings(BaseModel):
     fallback_process: Literal["worker", "shared"] = "worker"
     """Where the fallback's full-page OCR runs: ``worker``, in each worker (loaded by the first
     page that needs it); ``shared``, in one process of its own that the CPU workers send their
-    fallback pages to, read one at a time: each worker then stays at the ROI path's size (428-454
-    instead of 617-619 MB, every vat_invoice fixture, 2 workers, OpenVINO), for a pool that is
-    short of memory, at the cost of throughput where many pages take the fallback
-    (``extractor.fullpage_server``, docs/service.md)."""
+    fallback pages to, read one at a time: each worker then stays at the ROI path's size (372-388
+    instead of 477-504 MB, every vat_invoice fixture, 2 workers, OpenVINO; a worker that reads
+    an unregistered invoice photo whole reaches ~660 MB), for a pool that is short of memory,
+    at the cost of throughput where many pages take the fallback (``extractor.fullpage_server``,
+    docs/service.md)."""
     threads_per_worker: Annotated[int, Field(ge=0, le=256)] = 0
     """ONNX Runtime / OpenCV threads per worker; 0 means cores / workers (at least 1)."""
     engine: str = "ppocr"
@@ -170,8 +171,10 @@ class Settings(BaseModel):
         """Threads of the shared fallback process: twice a worker's (a worker waiting for it
         leaves its cores idle), at most the machine's cores. Its detector's threads sleep
         rather than spin between tasks, so that they do not take the cores of workers still
-        busy: on 2 cores, 2 workers, 15% fewer documents/s (two runs) than with the fallback in
-        each worker, against 25-31% on one thread and 38% on 2 spinning (docs/benchmarks.md)."""
+        busy: on 2 cores, 2 workers, 15% fewer documents/s (two runs; 22-28% since pages that
+        are no invoice are told at a glance, which made the workers' own fallback cheaper) than
+        with the fallback in each worker, against 25-31% on one thread and 38% on 2 spinning
+        (docs/benchmarks.md)."""
         return max(1, min(_cpu_count(), 2 * self.worker_threads))
 
     @property
