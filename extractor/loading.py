@@ -28,6 +28,7 @@ from extractor.errors import (
     UnsupportedInputError,
 )
 from extractor.fields.charsets import plain_character
+from extractor.overprints import without_overprints
 from extractor.pdf_scans import embedded_scan, is_scan
 from extractor.radicals import unify_radicals
 
@@ -432,11 +433,16 @@ def _text_layer(page: object) -> list[Word] | None:
     fonts' glyphs are not mapped to text, :data:`MAX_GARBLED_SHARE`). Radicals that stand for
     ideographs are spelled as the ideographs (:mod:`extractor.radicals`). A glyph its font does
     not map to text stays U+FFFD: a field holding one is not read from the text layer (dropped,
-    it would leave a name valid with characters missing)."""
+    it would leave a name valid with characters missing). Text drawn again over itself (bold
+    by overprinting) is read once (:mod:`extractor.overprints`)."""
     import pymupdf
 
     try:
-        raw = page.get_text("words", sort=True)  # type: ignore[attr-defined]
+        textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS)  # type: ignore[attr-defined]
+        raw = without_overprints(
+            page.get_text("words", textpage=textpage, sort=True),  # type: ignore[attr-defined]
+            page.get_text("rawdict", textpage=textpage),  # type: ignore[attr-defined]
+        )
         turn = page.rotation_matrix  # type: ignore[attr-defined]
     except Exception:
         return None

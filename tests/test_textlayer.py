@@ -12,6 +12,7 @@ from PIL import Image, ImageDraw, ImageFont
 from extractor.fields import amount_to_words, check_value
 from extractor.fullpage import FullPageOCR
 from extractor.loading import iter_pages
+from extractor.overprints import without_overprints
 from extractor.pipeline import Extractor
 from extractor.radicals import SIMPLIFIED_RADICALS, unify_radicals
 from extractor.synth.digital import digital_pdf
@@ -196,6 +197,34 @@ def test_ideographs_spelled_as_radicals_are_read_as_the_ideographs(extractor: Ex
         assert page.registration == "text_layer" and page.timings_ms.recognize == 0
         assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
         assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+
+
+def test_text_printed_bold_by_overprinting_is_read_once(extractor: Extractor) -> None:
+    """A PDF writer that emboldens by printing every line three times a tenth of a millimetre
+    apart: the page shows each name once, its text layer holds it three times. Read as it
+    came, each name is itself three times over, and no check of a name can tell."""
+    data, truth = digital_pdf([7000, 7003], overprinted=True)
+    layer = pymupdf.open(stream=data)[0].get_text("words")
+    name = truth[0]["fields"]["seller_name"]
+    assert sum(word[4] == name for word in layer) == 3
+    result = extractor.extract(data, "auto")
+    for page, expected in zip(result.pages, truth, strict=True):
+        assert page.registration == "text_layer" and page.timings_ms.recognize == 0
+        assert {k: f.value for k, f in page.fields.items()} == expected["fields"]
+        assert all(f.valid and f.source == "text_layer" for f in page.fields.values())
+
+
+def test_a_text_layer_drawn_once_keeps_pymupdfs_words() -> None:
+    """Looking for text drawn twice changes nothing on a page where none is: the words are
+    PyMuPDF's own, box for box (the committed 数电票 PDFs)."""
+    pdfs = sorted((ROOT / "fixtures" / "digital" / "pdf").glob("*.pdf"))
+    assert pdfs
+    for path in pdfs:
+        for page in pymupdf.open(path):
+            textpage = page.get_textpage(flags=pymupdf.TEXTFLAGS_WORDS)
+            words = page.get_text("words", textpage=textpage, sort=True)
+            rawdict = page.get_text("rawdict", textpage=textpage)
+            assert without_overprints(words, rawdict) == words
 
 
 def unmapped(data: bytes, characters: str) -> bytes:

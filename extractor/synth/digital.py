@@ -130,12 +130,16 @@ def draw_data(pen: PdfPen, inv: DigitalInvoice, cjk: str) -> dict[str, list[floa
 
 
 def draw_invoice_page(
-    doc: pymupdf.Document, inv: DigitalInvoice, cjk: str, used: dict[str, set[str]]
+    doc: pymupdf.Document,
+    inv: DigitalInvoice,
+    cjk: str,
+    used: dict[str, set[str]],
+    overprint: float = 0.0,
 ) -> dict[str, object]:
     """Add ``inv`` as a new page of ``doc``; returns what was printed where (the truth's print).
-    ``used`` collects the characters set in each font."""
+    ``used`` collects the characters set in each font; ``overprint``: :attr:`PdfPen.overprint`."""
     page = doc.new_page(width=D.PAGE_W * PT_PER_MM, height=D.PAGE_H * PT_PER_MM)
-    pen = PdfPen(page, used)
+    pen = PdfPen(page, used, overprint)
     pen.image(*seal_rect(), monitor_seal_png(inv.region.bureau))
     draw_form(pen, inv.title)
     boxes = draw_data(pen, inv, cjk)
@@ -167,13 +171,20 @@ def draw_letter_page(doc: pymupdf.Document, seed: int, used: dict[str, set[str]]
 
 
 def digital_pdf(
-    seeds: list[int], title: str = "", *, radicals: bool = False, letter_at: int | None = None
+    seeds: list[int],
+    title: str = "",
+    *,
+    radicals: bool = False,
+    letter_at: int | None = None,
+    overprinted: bool = False,
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
     glyph (一 as ⼀, 长 as ⻓), as many issuing systems' PDFs do (:mod:`extractor.radicals`).
     ``letter_at``: a typed cover letter (no invoice, no fields) is page ``letter_at``, as a
-    company's PDF of invoices and their covering letter has it."""
+    company's PDF of invoices and their covering letter has it. ``overprinted``: every text
+    drawn three times, 0.1 mm apart (bold by overprinting: the text layer holds each line
+    three times over)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -190,7 +201,7 @@ def digital_pdf(
                 }
             )
         inv = content(seed)
-        info = draw_invoice_page(doc, inv, data_font(seed), used)
+        info = draw_invoice_page(doc, inv, data_font(seed), used, 0.1 if overprinted else 0.0)
         pages.append(
             {
                 "page": len(pages),

@@ -59,11 +59,16 @@ def _pt(x: float, y: float) -> pymupdf.Point:
 class PdfPen:
     """Draws on a PyMuPDF page in millimetres (origin at the top-left corner, y down)."""
 
-    def __init__(self, page: pymupdf.Page, used: dict[str, set[str]] | None = None) -> None:
+    def __init__(
+        self, page: pymupdf.Page, used: dict[str, set[str]] | None = None, overprint: float = 0.0
+    ) -> None:
         self.page = page
         self._fonts: set[str] = set()
         self.used = used if used is not None else {}
         """Characters set in each font (shared by the pages of one document)."""
+        self.overprint = overprint
+        """mm: each run of text drawn twice more, this far to the right and this far down (bold
+        made by overprinting, as some PDF writers make it)."""
 
     def _font(self, name: str) -> str:
         if name not in self._fonts:
@@ -154,16 +159,18 @@ class PdfPen:
         for (name, run), w in zip(pieces, widths, strict=True):
             if run.strip():
                 self.used.setdefault(name, set()).update(run)
-                self.page.insert_text(
-                    _pt(pen, baseline),
-                    run,
-                    fontsize=size * PT_PER_MM,
-                    fontname=self._font(name),
-                    color=_rgb(colour),
-                    fill=_rgb(colour),
-                    render_mode=2 if bold else 0,
-                    border_width=bold,
-                )
+                shifts = ((0.0, 0.0), (self.overprint, 0.0), (0.0, self.overprint))
+                for dx, dy in shifts if self.overprint else shifts[:1]:
+                    self.page.insert_text(
+                        _pt(pen + dx, baseline + dy),
+                        run,
+                        fontsize=size * PT_PER_MM,
+                        fontname=self._font(name),
+                        color=_rgb(colour),
+                        fill=_rgb(colour),
+                        render_mode=2 if bold else 0,
+                        border_width=bold,
+                    )
             pen += w + spacing
         asc = max(pdf_font(n).ascender for n, _ in pieces)
         desc = min(pdf_font(n).descender for n, _ in pieces)
