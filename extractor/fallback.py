@@ -168,6 +168,8 @@ def align_by_labels(
     dst_a = np.asarray(dst, np.float32)
     tolerance = 0.015 * float(np.linalg.norm(dst_a.max(axis=0) - dst_a.min(axis=0)))
     homography, inlier_mask = cv2.findHomography(src_a, dst_a, cv2.RANSAC, max(tolerance, 3.0))
+    if homography is None or not _plausible(homography):
+        homography, inlier_mask = _affine(src_a, dst_a, max(tolerance, 3.0))
     inliers = int(inlier_mask.sum()) if inlier_mask is not None else 0
     if homography is None or inliers < MIN_LABEL_MATCHES or not _plausible(homography):
         return LabelAlignment(None, len(src), inliers, 0.0)
@@ -179,6 +181,22 @@ def align_by_labels(
     if score < MIN_LABEL_SCORE and not (known and fits):
         return LabelAlignment(None, len(src), inliers, round(score, 4))
     return LabelAlignment(homography, len(src), inliers, round(score, 4))
+
+
+def _affine(
+    src: np.ndarray, dst: np.ndarray, tolerance: float
+) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """An affine map of the label matches (as a homography), where their homography is
+    degenerate: labels along a few rows only (a page torn or cut off below them, a strip of
+    the form photographed) leave its perspective terms unsettled, and RANSAC may fold the
+    page onto a line (a torn form turned 90 degrees: 9 labels in place, the page's corners
+    mapped within 30 px of one column)."""
+    affine, inlier_mask = cv2.estimateAffine2D(
+        src, dst, method=cv2.RANSAC, ransacReprojThreshold=tolerance
+    )
+    if affine is None:
+        return None, None
+    return np.vstack([affine, [0.0, 0.0, 1.0]]), inlier_mask
 
 
 def _label_point(line: TextLine, share: float) -> np.ndarray:
