@@ -92,13 +92,19 @@ AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
 Registration = Literal["frame", "labels", "text_layer"]
 SURE_FRAME_SCORE = 0.9
-"""With ``auto``, a frame match under this does not pick the template alone: one form's frame
-matches another's outline and rules in part (the national form scores 0.55-0.62 against the
-数电票's, over its 0.5 threshold; a 数电票 0.85-0.88 against the national form's), and a page
-whose own form matches poorly (torn or cut off below its upper half: 0.44-0.50) went to the
-other. The printed labels then decide, where they can (the fallback on). Right matches scored
-0.954-1.0 on every fixture and on 80 fresh heavy, geometry and 数电票 pages but the 2 that
-failed and one blurred photo (0.775)."""
+"""With ``auto``, a frame match under this does not pick the template alone where the forms'
+printed labels can (the fallback on): one form's frame matches another's outline and rules in
+part (the national form scores 0.55-0.62 against the 数电票's, over its 0.5 threshold; a 数电票
+0.85-0.88 against the national form's), and a page whose own form matches poorly (cut off
+below: 0.40-0.55) went to the other. Right flat matches scored 0.954-1.0 on every fixture and
+on 80 fresh heavy, geometry and 数电票 pages but the 2 that failed and one blurred photo (0.775);
+bent pages match at 0.85 or more (:data:`~extractor.registration.BENT_SCORE`)."""
+LABELS_OVER_FRAME = 0.7
+"""A frame match under this (only a template with a lower threshold has one: the 数电票's, 0.5)
+gives way to the page's printed labels where they align it: a 数电票 cut off below its 价税合计
+row matched its own frame at 0.53-0.62, misplaced (0-7 of its 10 fields read; 8-10 aligned by
+its labels). Over it the frame stands: a bent page's labels align it worse than its frame and
+bend (folded by 5%: 240 against 262 of 264 fields with this at 0.9)."""
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MAX_PICTURED = 0.2
 """A born-digital page whose images cover more than this share of it is not told by its text
@@ -377,16 +383,24 @@ class Extractor:
         scores = None if template is not None else {n: a.score for n, (_, a) in alignments.items()}
         chosen, alignment = max(alignments.values(), key=lambda pair: pair[1].score)
         lines = None
-        if template is None and not alignment.matched and mode == "never":
-            return _unmatched(page, None, alignment, timings, scores)
-        if template is None and mode != "never" and alignment.score < SURE_FRAME_SCORE:
+        sure = SURE_FRAME_SCORE if template is None else LABELS_OVER_FRAME
+        if mode != "never" and alignment.score < sure:
             with _timed(timings, "fallback"):
                 lines = self._layer_lines(page) or self._page_lines(image, candidates)
                 best = self._template_by_labels(lines, candidates)
-            if best is None and not alignment.matched:
-                return _unmatched(page, None, alignment, timings, scores)
-            if best is not None:  # else the frame's pick stands
+            if best is not None:
                 chosen, alignment = alignments[best]
+                if alignment.matched and alignment.score < LABELS_OVER_FRAME:
+                    alignment = dataclasses.replace(
+                        alignment,
+                        matched=False,
+                        reason=f"frame match {alignment.score:.2f} under {SURE_FRAME_SCORE}: "
+                        "aligned by its printed labels",
+                    )
+            elif not alignment.matched and template is None:
+                return _unmatched(page, None, alignment, timings, scores)
+        elif not alignment.matched and template is None:
+            return _unmatched(page, None, alignment, timings, scores)
         with _timed(timings, "register"):
             forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
         if self.text_layer and page.words is not None and alignment.matched and len(forms) == 1:
