@@ -394,7 +394,7 @@ class Extractor:
                     alignment = dataclasses.replace(
                         alignment,
                         matched=False,
-                        reason=f"frame match {alignment.score:.2f} under {SURE_FRAME_SCORE}: "
+                        reason=f"frame match {alignment.score:.2f} under {LABELS_OVER_FRAME}: "
                         "aligned by its printed labels",
                     )
             elif not alignment.matched and template is None:
@@ -434,12 +434,13 @@ class Extractor:
     def _template_by_labels(
         self, lines: list[TextLine], candidates: Sequence[Template]
     ) -> str | None:
-        """The template whose form's labels the page's ``lines`` show in place, for a page no
-        frame registered on (``auto``): the one showing the largest share of its distinct
-        labels, if any shows enough to tell templates apart (:data:`MIN_LABEL_SCORE`); else the
-        one whose labels found nearly all fit one map, 8 or more (a form torn or cut off below
-        its upper half shows too few of its labels for the share, but as many in place as a
-        page asked for as its template is aligned by: ``known``), if only one does."""
+        """Of ``candidates``, the template whose form's labels the page's ``lines`` show in
+        place (a page no frame matched surely: :data:`SURE_FRAME_SCORE`): the one showing the
+        largest share of its distinct labels, if any shows enough to tell templates apart
+        (:data:`~extractor.fallback.MIN_LABEL_SCORE`); else the one whose labels found nearly
+        all fit one map, 8 or more (a form torn or cut off below its upper half shows too few
+        of its labels for the share, but as many in place as a page asked for as its template
+        is aligned by: ``known``), if only one does. None: the labels tell no template."""
         references = {c.name: self.reference_labels(c) for c in candidates}
         shares = {name: align_by_labels(lines, ref) for name, ref in references.items()}
         best = max(shares, key=lambda name: shares[name].score)
