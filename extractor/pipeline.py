@@ -26,7 +26,7 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend
-from extractor.crops import Crop, crop_fields, cut_out, separate_ink
+from extractor.crops import STRICT_KINDS, Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
 from extractor.errors import EngineError, TemplateError
@@ -69,7 +69,14 @@ from extractor.parties import (
 )
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
-from extractor.registration import Alignment, form_outline, forms_beside, register
+from extractor.registration import (
+    FLAT_SCORE,
+    Alignment,
+    form_outline,
+    forms_beside,
+    frame_outline,
+    register,
+)
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import (
     AGAIN,
@@ -105,6 +112,19 @@ gives way to the page's printed labels where they align it: a 数电票 cut off 
 row matched its own frame at 0.53-0.62, misplaced (0-7 of its 10 fields read; 8-10 aligned by
 its labels). Over it the frame stands: a bent page's labels align it worse than its frame and
 bend (folded by 5%: 240 against 262 of 264 fields with this at 0.9)."""
+OFF_IMAGE_SHARE = 0.02
+"""A field whose box (where its print lies: moved by the page's print offset) lies more than this
+share off the image is in doubt: a photo or scan that cut the page there may have cut its value
+short (a name read from its end, 技术有限责任公司 for 长沙云智信息技术有限责任公司, passed as
+valid) or away (an optional field, its box read empty, passed as absent). A check that holds with
+its value (a rule, the QR code, a second print, the party registry) confirms it."""
+EDGE_SHARE = 0.01
+"""A frame side this close to the image's edge (a share of the frame's longer side on the page)
+runs along it, on a page matched under :data:`~extractor.registration.FLAT_SCORE`: the image
+may have cut the form there, and the cut taken for the frame's side squeezes the form onto what
+is left (a national form with the left 10% of its photo cut off matched at 0.87, its names read
+without their first character, 腾毅通信技术有限公司 for 福腾毅通信技术有限公司, and passed). Whole
+pages whose frame the photo cut matched at 0.978-0.997, correctly."""
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MAX_PICTURED = 0.2
 """A born-digital page whose images cover more than this share of it is not told by its text
@@ -134,7 +154,17 @@ _UNCERTAIN_CHARACTER = "uncertain character"  # one character's
 _READ_AGAIN = "read again as"  # a second reading that differs
 _DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
 _LATE_START = "the line found starts"  # a name's line that starts well into its box
-_DOUBT = (_LOW_CONFIDENCE, _UNCERTAIN_CHARACTER, _READ_AGAIN, _DECIMALS, _LATE_START)
+_OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
+_AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
+_DOUBT = (
+    _LOW_CONFIDENCE,
+    _UNCERTAIN_CHARACTER,
+    _READ_AGAIN,
+    _DECIMALS,
+    _LATE_START,
+    _OFF_IMAGE,
+    _AT_EDGE,
+)
 """How the doubts read: errors that say a value that passes its checks may still be wrong."""
 NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
@@ -186,6 +216,9 @@ class PreparedPage:
     down: float = 0.0
     """How far below the form's cells the page's data is printed (reference px; 0 under 1.5 mm:
     :func:`extractor.print_offset.print_offset`)."""
+
+    cut_off: dict[str, str] = dataclasses.field(default_factory=dict)
+    """The fields the image may have cut off, and why (:func:`_cut_off`)."""
 
     @property
     def down_mm(self) -> float:
@@ -476,6 +509,7 @@ class Extractor:
             crops = crop_fields(image, homography, template, stated, bend, down, printed_again=True)
         prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
         prepared.stated, prepared.down, prepared.form = stated, down, form
+        prepared.cut_off = _cut_off(image.shape[:2], template, alignment, down)
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -658,6 +692,7 @@ class Extractor:
             order = [spec.name for spec in prepared.template.fields]
             fields = {name: found[name] for name in order if name in found}
             _check_second_prints(prepared.template, found, fields)
+            _doubt_cut_off(prepared.template, prepared.cut_off, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -845,15 +880,22 @@ class Extractor:
             # holds; else the first with a value
             doubtful = [c for c in present if c.value and _only_doubt(c)]
             doubtful = [c for c in doubtful if not _end_of_another(c, doubtful)]
+            own = fields.get(spec.name)
+            cut = own if own is not None and _maybe_cut_off(own) else None
             merged[spec.name] = chosen = (
                 next((c for c in present if c.valid), None)
                 or max(doubtful, key=lambda c: c.confidence, default=None)
                 or next((c for c in present if c.value), None)
+                or cut  # read empty: the image may have cut it off, not the form left it out
                 or _empty(spec)
             )
-            own = fields.get(spec.name)
             if spec.kind is FieldKind.name and own is not None and chosen is not own:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
+        if homography is not None:  # whichever reading won, from a box cut off the image or not
+            cut_off = prepared.cut_off
+            if not prepared.alignment.matched:
+                cut_off = _cut_off(image.shape[:2], template, Alignment(False, 0.0, homography))
+            _doubt_cut_off(template, cut_off, merged)
         return merged, labels if labels.homography is not None else None
 
     def _fallback_lines(
@@ -1472,6 +1514,91 @@ def _repeated(prepared: PreparedPage, found: Mapping[str, FieldResult]) -> dict[
             "confirm (its print was not read)",
         )
     return repeated
+
+
+def _cut_off(
+    size: tuple[int, int], template: Template, alignment: Alignment, down: float = 0.0
+) -> dict[str, str]:
+    """The fields an image of ``size`` (h, w) may have cut off, and why: each whose box lies
+    off it (:func:`_off_image`), and, on a page its frame matched under
+    :data:`~extractor.registration.FLAT_SCORE` along the image's edge (:data:`EDGE_SHARE`),
+    every other."""
+    assert alignment.homography is not None
+    why = {
+        name: f"{_OFF_IMAGE} {share:.0%} off the image: the page is cut off there"
+        for name, share in _off_image(size, template, alignment.homography, down).items()
+    }
+    side = _edge_along(size, template, alignment) if alignment.matched else None
+    if side is not None:
+        for spec in template.fields:
+            why.setdefault(
+                spec.name,
+                f"{_AT_EDGE} the image's {side} edge: the image may cut the form off there, "
+                "and the form be misplaced",
+            )
+    return why
+
+
+def _edge_along(size: tuple[int, int], template: Template, alignment: Alignment) -> str | None:
+    """The side of the image (left, top, right, bottom) along which the form's frame runs
+    (:data:`EDGE_SHARE`) on a page matched under FLAT_SCORE; None on any other page."""
+    if alignment.score >= FLAT_SCORE or alignment.homography is None:
+        return None
+    height, width = size
+    frame = frame_outline(template, alignment.homography)
+    near = EDGE_SHARE * float(np.ptp(frame, axis=0).max())
+    gaps = {
+        "left": frame[:, 0].min(),
+        "top": frame[:, 1].min(),
+        "right": width - 1 - frame[:, 0].max(),
+        "bottom": height - 1 - frame[:, 1].max(),
+    }
+    side = min(gaps, key=lambda name: gaps[name])
+    return side if gaps[side] <= near else None
+
+
+def _off_image(
+    size: tuple[int, int], template: Template, homography: np.ndarray, down: float
+) -> dict[str, float]:
+    """The fields whose box, moved ``down`` (reference px) where the page's data is printed,
+    lies off an image of ``size`` (h, w) by more than :data:`OFF_IMAGE_SHARE` of its area
+    (through ``homography``, reference px -> page px), and by how much."""
+    height, width = size
+    ppm = template.px_per_mm
+    off: dict[str, float] = {}
+    for spec in template.fields:
+        x, w, h = spec.box.x * ppm, spec.box.w * ppm, spec.box.h * ppm
+        y = spec.box.y * ppm + down
+        corners = np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]])
+        quad = mapped(corners, homography).astype(np.float32)
+        area = cv2.contourArea(quad)
+        inside, _ = cv2.intersectConvexConvex(
+            quad, np.array([[0, 0], [width, 0], [width, height], [0, height]], np.float32)
+        )
+        share = 1.0 - inside / area if area > 0 else 0.0
+        if share > OFF_IMAGE_SHARE:
+            off[spec.name] = round(share, 3)
+    return off
+
+
+def _doubt_cut_off(
+    template: Template, cut_off: Mapping[str, str], fields: dict[str, FieldResult]
+) -> None:
+    """Fields the image may have cut off (:func:`_cut_off`: name -> why) put in doubt, in
+    place: those read empty, and those whose format cannot tell a value cut short (names,
+    amounts: a code, tax id or date that passes its checks stands, as does what the QR code
+    states)."""
+    for name, why in cut_off.items():
+        field = fields.get(name)
+        if field is None or field.source == "qr":
+            continue
+        if field.value and field.valid and template.field(name).kind in STRICT_KINDS:
+            continue
+        _flag(field, why)
+
+
+def _maybe_cut_off(field: FieldResult) -> bool:
+    return any(error.startswith((_OFF_IMAGE, _AT_EDGE)) for error in field.errors)
 
 
 def _template_box(prepared: PreparedPage, name: str) -> list[float]:

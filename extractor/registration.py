@@ -474,6 +474,14 @@ def form_outline(template: Template, homography: np.ndarray, margin_mm: float = 
     return cv2.perspectiveTransform(corners, homography)[0]
 
 
+def frame_outline(template: Template, homography: np.ndarray) -> np.ndarray:
+    """The corners of ``template``'s ruled frame on the page (4 x 2 page px, through
+    ``homography``)."""
+    ref = reference_for(template)
+    corners = (ref.frame.reshape(1, 4, 2) / ref.scale).astype(np.float64)
+    return cv2.perspectiveTransform(corners, homography)[0]
+
+
 def _beside(
     candidates: list[Candidate], chosen: Candidate, to_page: np.ndarray, ref: Reference
 ) -> bool:

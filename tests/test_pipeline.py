@@ -189,6 +189,41 @@ def test_auto_does_not_take_a_form_cut_off_below_for_the_other_form(extractor: E
     assert {k: f.value for k, f in page.fields.items()} == truth(path)["pages"][0]["fields"]
 
 
+def _cut(path: Path, rows: slice = slice(None), columns: slice = slice(None)) -> bytes:
+    """The fixture's image cut to ``rows`` and ``columns``, saved as a phone saves a photo."""
+    image = cv2.imread(str(path))
+    return cv2.imencode(".jpg", image[rows, columns], [cv2.IMWRITE_JPEG_QUALITY, 88])[1].tobytes()
+
+
+def test_no_value_passes_from_a_form_the_image_cuts_off_at_its_side(extractor: Extractor) -> None:
+    """A photo that cut off the form's left tenth: the cut is taken for the frame's left side,
+    the form is squeezed onto what is left (matched at 0.87), and both names were read without
+    their first character (南欣光泰峰印务有限公司 for 济南欣光泰峰印务有限公司) and passed: names
+    have no check. A frame that runs along the image's edge on a page matched under 0.95 puts
+    every field whose format cannot tell a cut value in doubt; none passes wrong."""
+    path = FIXTURES / "light/vat_invoice_0020.jpg"
+    width = cv2.imread(str(path)).shape[1]
+    (page,) = extractor.extract(_cut(path, columns=slice(width // 10, None)), "vat_invoice").pages
+    expected = truth(path)["pages"][0]["fields"]
+    assert page.match_score < 0.95
+    for name, field in page.fields.items():
+        assert not field.valid or field.value == expected[name], name
+    buyer = page.fields["buyer_name"]
+    assert not buyer.valid and any("image's left edge" in e for e in buyer.errors)
+
+
+def test_a_field_the_image_cuts_off_is_not_passed_as_absent(extractor: Extractor) -> None:
+    """A scan that cut off the form's top quarter: the check code's box lies wholly off the
+    image, read empty; the field is optional (older forms print none), so it passed as absent.
+    It is in doubt now, and says why."""
+    path = FIXTURES / "clean/vat_invoice_0003.jpg"
+    height = cv2.imread(str(path)).shape[0]
+    (page,) = extractor.extract(_cut(path, rows=slice(height // 4, None)), "vat_invoice").pages
+    check_code = page.fields["check_code"]
+    assert check_code.value is None and not check_code.valid
+    assert "its box lies 100% off the image: the page is cut off there" in check_code.errors
+
+
 @pytest.mark.parametrize("template", ["vat_invoice_digital", "auto"])
 def test_a_weak_frame_match_gives_way_to_the_labels(extractor: Extractor, template: str) -> None:
     """A 数电票 scan cut off below its 价税合计 row: what is left of its ruling matches the
