@@ -202,7 +202,9 @@ def test_ideographs_spelled_as_radicals_are_read_as_the_ideographs(extractor: Ex
 def test_text_printed_bold_by_overprinting_is_read_once(extractor: Extractor) -> None:
     """A PDF writer that emboldens by printing every line three times a tenth of a millimetre
     apart: the page shows each name once, its text layer holds it three times. Read as it
-    came, each name is itself three times over, and no check of a name can tell."""
+    came, a name was itself three times over, and valid (no check of a name can tell), or, as
+    on these two, the date, split where the writer switched fonts, was no date and the pages
+    went to OCR."""
     data, truth = digital_pdf([7000, 7003], overprinted=True)
     layer = pymupdf.open(stream=data)[0].get_text("words")
     name = truth[0]["fields"]["seller_name"]
