@@ -31,6 +31,7 @@ from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
 from extractor.errors import EngineError, TemplateError
 from extractor.fallback import (
+    MIN_LABEL_SCORE,
     LabelAlignment,
     LabelStarts,
     ReferenceLabels,
@@ -474,16 +475,13 @@ class Extractor:
         all fit one map, 8 or more (a form torn or cut off below its upper half shows too few
         of its labels for the share, but as many in place as a page asked for as its template
         is aligned by: ``known``), if only one does. None: the labels tell no template."""
-        references = {c.name: self.reference_labels(c) for c in candidates}
-        shares = {name: align_by_labels(lines, ref) for name, ref in references.items()}
-        best = max(shares, key=lambda name: shares[name].score)
-        if shares[best].homography is not None:
-            return best
-        fits = [
-            n
-            for n, ref in references.items()
-            if align_by_labels(lines, ref, known=True).homography is not None
-        ]
+        aligned = {
+            c.name: align_by_labels(lines, self.reference_labels(c), known=True) for c in candidates
+        }
+        best = max(aligned, key=lambda name: aligned[name].score)
+        if aligned[best].score >= MIN_LABEL_SCORE and aligned[best].homography is not None:
+            return best  # what align_by_labels passes without ``known``
+        fits = [name for name, found in aligned.items() if found.homography is not None]
         return fits[0] if len(fits) == 1 else None
 
     def _cut(
@@ -509,7 +507,7 @@ class Extractor:
             crops = crop_fields(image, homography, template, stated, bend, down, printed_again=True)
         prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
         prepared.stated, prepared.down, prepared.form = stated, down, form
-        prepared.cut_off = _cut_off(image.shape[:2], template, alignment, down)
+        prepared.cut_off = _cut_off(image.shape[:2], template, homography, down, alignment.score)
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -894,7 +892,7 @@ class Extractor:
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:
-                cut_off = _cut_off(image.shape[:2], template, Alignment(False, 0.0, homography))
+                cut_off = _cut_off(image.shape[:2], template, homography)
             _doubt_cut_off(template, cut_off, merged)
         return merged, labels if labels.homography is not None else None
 
@@ -1517,18 +1515,23 @@ def _repeated(prepared: PreparedPage, found: Mapping[str, FieldResult]) -> dict[
 
 
 def _cut_off(
-    size: tuple[int, int], template: Template, alignment: Alignment, down: float = 0.0
+    size: tuple[int, int],
+    template: Template,
+    homography: np.ndarray,
+    down: float = 0.0,
+    frame_score: float | None = None,
 ) -> dict[str, str]:
     """The fields an image of ``size`` (h, w) may have cut off, and why: each whose box lies
-    off it (:func:`_off_image`), and, on a page its frame matched under
-    :data:`~extractor.registration.FLAT_SCORE` along the image's edge (:data:`EDGE_SHARE`),
-    every other."""
-    assert alignment.homography is not None
+    off it (:func:`_off_image`), and, on a page its frame matched (``frame_score``; None: the
+    labels aligned it) under :data:`~extractor.registration.FLAT_SCORE` along the image's edge
+    (:data:`EDGE_SHARE`), every other."""
     why = {
         name: f"{_OFF_IMAGE} {share:.0%} off the image: the page is cut off there"
-        for name, share in _off_image(size, template, alignment.homography, down).items()
+        for name, share in _off_image(size, template, homography, down).items()
     }
-    side = _edge_along(size, template, alignment) if alignment.matched else None
+    side = None
+    if frame_score is not None and frame_score < FLAT_SCORE:
+        side = _edge_along(size, template, homography)
     if side is not None:
         for spec in template.fields:
             why.setdefault(
@@ -1539,13 +1542,11 @@ def _cut_off(
     return why
 
 
-def _edge_along(size: tuple[int, int], template: Template, alignment: Alignment) -> str | None:
+def _edge_along(size: tuple[int, int], template: Template, homography: np.ndarray) -> str | None:
     """The side of the image (left, top, right, bottom) along which the form's frame runs
-    (:data:`EDGE_SHARE`) on a page matched under FLAT_SCORE; None on any other page."""
-    if alignment.score >= FLAT_SCORE or alignment.homography is None:
-        return None
+    (:data:`EDGE_SHARE`), through ``homography``; None where it runs along none."""
     height, width = size
-    frame = frame_outline(template, alignment.homography)
+    frame = frame_outline(template, homography)
     near = EDGE_SHARE * float(np.ptp(frame, axis=0).max())
     gaps = {
         "left": frame[:, 0].min(),
