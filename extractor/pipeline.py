@@ -155,6 +155,7 @@ _UNCERTAIN_CHARACTER = "uncertain character"  # one character's
 _READ_AGAIN = "read again as"  # a second reading that differs
 _DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
 _LATE_START = "the line found starts"  # a name's line that starts well into its box
+_EARLY_END = "the line found ends"  # a name's line that ends before its box's reading does
 _OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
 _AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
 _DOUBT = (
@@ -163,6 +164,7 @@ _DOUBT = (
     _READ_AGAIN,
     _DECIMALS,
     _LATE_START,
+    _EARLY_END,
     _OFF_IMAGE,
     _AT_EDGE,
 )
@@ -889,6 +891,7 @@ class Extractor:
             )
             if spec.kind is FieldKind.name and own is not None and chosen is not own:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
+                _doubt_a_lost_end(chosen, own.raw)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:
@@ -1060,6 +1063,28 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
     if same >= LOST_START_AGREEMENT * len(value):
         field.value = own[:extra] + value
         field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
+        field.valid = False
+
+
+def _doubt_a_lost_end(field: FieldResult, own: str) -> None:
+    """A name the fallback found, passing, whose end the box's own reading (``own``, flagged)
+    holds and goes on from with two ideographs or more: the full-page line ended before the
+    name did (a seal's ring across it cut the detector's line short: 深圳中美卓东物业管理 of
+    …物业管理股份有限公司 passed). Flagged, naming what the box read after it; the value is
+    left as found, as that reading is in doubt (and may be a seal's text)."""
+    value = field.value or ""
+    if not value or not field.valid:
+        return
+    matcher = SequenceMatcher(None, own, value, autojunk=False)
+    blocks = [block for block in matcher.get_matching_blocks() if block.size]
+    if not blocks or sum(block.size for block in blocks) < LOST_START_AGREEMENT * len(value):
+        return
+    last = blocks[-1]
+    if last.b + last.size < len(value) - 1:  # the name's end is not in the box's reading
+        return
+    rest = own[last.a + last.size :]
+    if sum("\u4e00" <= ch <= "\u9fff" for ch in rest) >= 2:
+        field.errors.append(f"{_EARLY_END} before {rest!r}, read after it in its box")
         field.valid = False
 
 
