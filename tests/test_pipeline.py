@@ -564,6 +564,30 @@ def test_a_small_image_of_a_form_passes_no_name_cut_short(extractor: Extractor) 
     assert name.value == truth(path)["pages"][0]["fields"]["seller_name"] or not name.valid, name
 
 
+@pytest.mark.parametrize("kind", ["national clean", "national light", "数电票 scan", "数电票 PDF"])
+def test_a_red_letter_invoice_reads_its_negative_amounts(extractor: Extractor, kind: str) -> None:
+    """A red-letter invoice (红字发票: a return or a discount, every amount negative, 负 before
+    the words) reads whole under ``auto``, each amount negative and valid: the QR code states
+    the negative amount, the sum holds in negatives, and ⊗负... parses to the negative total."""
+    from extractor.synth.digital import digital_pdf, make_digital_document
+    from extractor.synth.generate import make_document
+
+    if kind == "数电票 PDF":
+        data, truths = digital_pdf([7000, 7001], red_letter=True)
+        expected = [entry["fields"] for entry in truths]
+    else:
+        if kind.startswith("national"):
+            document = make_document(7100, kind.split()[1], red_letter=True)
+        else:
+            document = make_digital_document(7100, "clean", red_letter=True)
+        data, expected = document.jpeg, [document.truth["pages"][0]["fields"]]
+    pages = extractor.extract(data, "auto").pages
+    assert [{k: f.value for k, f in page.fields.items()} for page in pages] == expected
+    assert all(f.valid for page in pages for f in page.fields.values())
+    for fields in expected:
+        assert all(fields[name].startswith("-") for name in ("amount", "tax", "total"))
+
+
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
     """geometry/vat_invoice_0053: a low-resolution photo whose amounts were each read with a
     slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the tax reads

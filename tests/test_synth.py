@@ -17,7 +17,7 @@ from extractor.fields import amount_to_words, is_valid_uscc, parse_amount_words
 from extractor.synth import LEVELS, generate_invoice, make_document, render_form
 from extractor.synth import layout as L
 from extractor.synth.__main__ import main as synth_main
-from extractor.synth.content import make_invoice
+from extractor.synth.content import as_red_letter, make_invoice
 from extractor.synth.generate import DATA_OFFSET_MM, truth_json
 from extractor.synth.money import org_check_char
 from extractor.synth.render import render_invoice
@@ -330,3 +330,26 @@ def test_the_geometry_level_is_the_heavy_levels_geometry_at_medium_quality() -> 
     assert milder["degradations"]["blur"]["motion"]["length_px"] == 0
     low, high = degrade.JPEG_QUALITY["medium"]
     assert low <= milder["degradations"]["jpeg"]["quality"] <= high
+
+
+@pytest.mark.parametrize("seed", [7100, 7101, 7102])
+def test_a_red_letter_invoice_cancels_its_blue_one(seed: int) -> None:
+    """A red-letter invoice (红字发票) is the blue one's content with every quantity and amount
+    negative and 负 before the words: its rules hold as the blue one's do."""
+    blue = make_invoice(random.Random(seed))
+    red = as_red_letter(blue)
+    assert (red.code, red.number, red.buyer, red.seller) == (
+        blue.code,
+        blue.number,
+        blue.buyer,
+        blue.seller,
+    )
+    assert (red.amount, red.tax, red.total) == (-blue.amount, -blue.tax, -blue.total)
+    assert red.amount < 0 and red.total == red.amount + red.tax
+    assert sum(item.amount for item in red.items) == red.amount
+    assert sum(item.tax for item in red.items) == red.tax
+    assert all(item.quantity.startswith("-") for item in red.items if item.quantity)
+    assert parse_amount_words(red.words) == f"{red.total:.2f}"
+    fields = make_document(seed, "clean", red_letter=True).truth["pages"][0]["fields"]
+    assert (fields["amount"], fields["total"]) == (f"{red.amount:.2f}", f"{red.total:.2f}")
+    assert fields["total_in_words"] == fields["total"]

@@ -10,9 +10,10 @@ from __future__ import annotations
 import binascii
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import Protocol, TypeVar
 
 from extractor.synth import names
 from extractor.synth.money import (
@@ -370,6 +371,37 @@ def totals(rng: random.Random, items: tuple[Item, ...]) -> tuple[Decimal, Decima
     if rng.random() < 0.3:
         words = words.replace("元", "圆")
     return amount, tax, total, words
+
+
+class Issued(Protocol):
+    """What an invoice of either form (:class:`Invoice`, the 数电票's) holds of its amounts."""
+
+    items: tuple[Item, ...]
+    amount: Decimal
+    tax: Decimal
+    total: Decimal
+    words: str
+
+
+IssuedT = TypeVar("IssuedT", bound=Issued)
+
+
+def as_red_letter(inv: IssuedT) -> IssuedT:
+    """``inv`` as the red-letter invoice (红字发票) that cancels it, as a return or a discount
+    is invoiced: every quantity and amount negative, items' and totals' alike, and 负 before
+    the amount in words (⊗负壹佰...)."""
+    items = tuple(
+        replace(
+            item,
+            quantity=f"-{item.quantity}" if item.quantity else "",
+            amount=-item.amount,
+            tax=-item.tax,
+        )
+        for item in inv.items
+    )
+    return replace(
+        inv, items=items, amount=-inv.amount, tax=-inv.tax, total=-inv.total, words=f"负{inv.words}"
+    )
 
 
 def make_invoice(rng: random.Random) -> Invoice:

@@ -22,6 +22,7 @@ import numpy as np
 import pymupdf
 
 from extractor.synth import digital_layout as D
+from extractor.synth.content import as_red_letter
 from extractor.synth.degrade import Scan, degrade
 from extractor.synth.digital_content import DigitalInvoice, make_digital_invoice
 from extractor.synth.digital_form import (
@@ -57,8 +58,9 @@ DEFAULT_DIGITAL_COUNTS = {
 }
 
 
-def content(seed: int) -> DigitalInvoice:
-    return make_digital_invoice(random.Random(f"digital:{seed}"))
+def content(seed: int, red_letter: bool = False) -> DigitalInvoice:
+    inv = make_digital_invoice(random.Random(f"digital:{seed}"))
+    return as_red_letter(inv) if red_letter else inv
 
 
 def data_font(seed: int) -> str:
@@ -177,6 +179,7 @@ def digital_pdf(
     radicals: bool = False,
     letter_at: int | None = None,
     overprinted: bool = False,
+    red_letter: bool = False,
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
@@ -184,7 +187,8 @@ def digital_pdf(
     ``letter_at``: a typed cover letter (no invoice, no fields) is page ``letter_at``, as a
     company's PDF of invoices and their covering letter has it. ``overprinted``: every text
     drawn three times, 0.1 mm apart (bold by overprinting: the text layer holds each line
-    three times over)."""
+    three times over). ``red_letter``: each invoice the red-letter one that cancels the seed's
+    (:func:`~extractor.synth.content.as_red_letter`)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -200,7 +204,7 @@ def digital_pdf(
                     "title": said,
                 }
             )
-        inv = content(seed)
+        inv = content(seed, red_letter)
         info = draw_invoice_page(doc, inv, data_font(seed), used, 0.1 if overprinted else 0.0)
         pages.append(
             {
@@ -236,9 +240,11 @@ def dpi_for(seed: int, level: str) -> int:
     return random.Random(f"dpi:{seed}:{level}").choice(SCAN_DPI_CHOICES)
 
 
-def printed_page(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
+def printed_page(
+    seed: int, dpi: float, red_letter: bool = False
+) -> tuple[RenderedPage, dict[str, object]]:
     """The invoice of ``seed`` printed (by a laser printer) on white office paper."""
-    data, pages = digital_pdf([seed])
+    data, pages = digital_pdf([seed], red_letter=red_letter)
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         image = render_pdf_page(doc[0], dpi)
     rng = random.Random(f"print:{seed}")
@@ -266,10 +272,13 @@ def _degradations(scan: Scan, dpi: float) -> dict[str, object]:
     return out
 
 
-def make_digital_document(seed: int, level: str, dpi: float | None = None) -> Document:
-    """The 数电票 of ``seed`` printed and scanned at ``level`` (clean, light, medium, heavy)."""
+def make_digital_document(
+    seed: int, level: str, dpi: float | None = None, red_letter: bool = False
+) -> Document:
+    """The 数电票 of ``seed`` printed and scanned at ``level`` (clean, light, medium, heavy);
+    ``red_letter``: the red-letter invoice that cancels it."""
     dpi = dpi if dpi is not None else dpi_for(seed, level)
-    page, entry = printed_page(seed, dpi)
+    page, entry = printed_page(seed, dpi, red_letter)
     scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
     truth: dict[str, object] = {
         "template": TEMPLATE,

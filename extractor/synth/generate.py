@@ -21,7 +21,7 @@ import pymupdf
 from PIL import Image
 
 from extractor.synth import names
-from extractor.synth.content import Party, make_invoice, party
+from extractor.synth.content import Party, as_red_letter, make_invoice, party
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
@@ -86,10 +86,12 @@ def make_document(
     template: str = TEMPLATE,
     dpi: float | None = None,
     parties: tuple[Party, Party] | None = None,
+    red_letter: bool = False,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
-    ``parties``: the buyer and the seller, instead of the seed's."""
+    ``parties``: the buyer and the seller, instead of the seed's. ``red_letter``: the red-letter
+    invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
@@ -98,6 +100,8 @@ def make_document(
     inv = make_invoice(random.Random(seed))
     if parties is not None:
         inv = replace(inv, buyer=parties[0], seller=parties[1])
+    if red_letter:
+        inv = as_red_letter(inv)
     page = render_invoice(
         inv, dpi, random.Random(f"render:{seed}"), offset_mm=DATA_OFFSET_MM[level]
     )
