@@ -1277,7 +1277,12 @@ def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, Fiel
             continue
         for name in names:
             field = fields[name]
-            if field.errors and name in implied and _one_edit(values[name], implied[name]):
+            if not (field.errors and name in implied and _one_edit(values[name], implied[name])):
+                continue
+            # its value comes from the others: each must be sure, or its doubt explained by a
+            # slip ('¥54.3', doubted for its one decimal and taken as 54.30, is no sure term)
+            others = [(o, slip) for o, (_, slip) in zip(names, combo, strict=True) if o != name]
+            if all(slip or not fields[o].errors for o, slip in others):
                 solutions.append((combo, name))
     exact = [solution for solution in solutions if solution[1] is None]
     chosen = exact if exact else solutions

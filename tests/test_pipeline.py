@@ -466,6 +466,25 @@ def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_toget
     assert fields["tax"].value is None and not fields["tax"].valid
 
 
+def test_no_amount_is_corrected_from_a_term_read_in_doubt_and_taken_as_read() -> None:
+    """medium/vat_invoice_0027 sent at 42% of its size read '¥54.3' for ¥54.35 (doubted for its
+    one decimal, taken as 54.30) and '45.46' for ¥5.40 (its ¥ a 4): the tax was corrected to
+    59.75 - 54.30 = 5.45, and the rule it was made to hold then confirmed 54.30, both wrong and
+    valid. A correction takes its value from terms that are sure, or whose doubt a slip
+    explains; here there is none, and both stay flagged."""
+    template = TemplateStore().get("vat_invoice")
+    fields = _amounts(
+        amount=("54.30", ["read with 1 decimal where 2 are printed"]),
+        tax=("45.46", ["uncertain character '4' at 1 (confidence 0.00)"]),
+    )
+    fields["amount"].raw, fields["tax"].raw = "¥54.3", "45.46"
+    fields["total"].value = fields["total_in_words"].value = "59.75"
+    _mend_amounts(template, fields)
+    _require_confirmation(template, fields, {})
+    assert [fields[n].value for n in ("amount", "tax")] == ["54.30", "45.46"]
+    assert not fields["amount"].valid and not fields["tax"].valid
+
+
 def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> None:
     """geometry/vat_invoice_0053 read ⊗叁万伍仟玖佰壹拾陆元柒角肆分 without its 柒: one character
     off the words of a total that amount + tax vouch for, so the words take the total; two
@@ -660,12 +679,15 @@ def test_a_yen_read_as_a_digit_is_dropped_when_only_that_makes_the_sum_hold() ->
         "47443.48",
     ]
     assert fields["total"].note == "one character corrected from amount + tax = total"
-    # two ways to make it hold (a drop, or a one-character slip elsewhere): left as read
+    # the ¥ dropped from the tax and the total one character off: the total is corrected from
+    # the amount and the tax as the slip explains it; the other way (the tax corrected to
+    # 5100.01 - 4513.27 = 586.74) took a total in doubt as read, and is none
     fields = _amounts(
         tax=("4586.73", doubt), total=("5100.01", doubt), total_in_words=(None, ["empty"])
     )
     _mend_amounts(template, fields)
-    assert fields["tax"].value == "4586.73" and fields["tax"].note is None
+    assert [fields[n].value for n in ("tax", "total")] == ["586.73", "5100.00"]
+    assert fields["total"].note == "one character corrected from amount + tax = total"
 
 
 def test_a_doubtful_amount_the_sum_agrees_with_is_confirmed() -> None:
