@@ -1059,6 +1059,8 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
     front = norm(own[:extra])
     if label and (not front or norm(label).endswith(front)):
         return
+    if value.startswith(own[:extra]):  # the line starts as the box does: the extra is inside
+        return
     same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
     if same >= LOST_START_AGREEMENT * len(value):
         field.value = own[:extra] + value

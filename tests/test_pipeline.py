@@ -536,6 +536,11 @@ def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_bo
         found = FieldResult(value="州智顺越东贸易有限责任公司", raw="", confidence=0.99, valid=True)
         _doubt_a_lost_start(found, own)
         assert (found.value, found.valid) == ("州智顺越东贸易有限责任公司", True), own
+    # medium/vat_invoice_0028 thresholded to black and white: the box read a 中 more inside
+    # the name, not in front of it (the name was '郑郑州市…' before)
+    found = FieldResult(value="郑州市金水区突病预防控制中心", raw="", confidence=0.9, valid=True)
+    _doubt_a_lost_start(found, "郑州市中金水区疾病预防控副中心")
+    assert (found.value, found.valid) == ("郑州市金水区突病预防控制中心", True)
     # fresh geometry page 20269542: the box read the label's 称 in front of a whole name
     found = FieldResult(value="杭州恒丰机械设备有限公司", raw="", confidence=0.99, valid=True)
     _doubt_a_lost_start(found, "称杭州恒丰机械设备有限公司", "名称")
