@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from extractor.boxes import Box, smaller_share
+
 OVERPRINT_SHARE = 0.5
 """A glyph whose box lies over more than this share of the box of a glyph of the same character
 already kept (or of its own, the smaller) is that glyph drawn again."""
-Box = tuple[float, float, float, float]
 RawWord = tuple[Any, ...]
 """A word as PyMuPDF's ``get_text("words")`` gives it: x0, y0, x1, y1, text, block, line, word."""
 
@@ -48,17 +49,7 @@ def without_overprints(words: Sequence[RawWord], rawdict: dict[str, Any]) -> lis
 
 
 def _drawn_again(c: str, box: Box, kept: dict[str, list[Box]]) -> bool:
-    return any(_overlap(box, other) > OVERPRINT_SHARE for other in kept.get(c, ()))
-
-
-def _overlap(a: Box, b: Box) -> float:
-    """The share of the smaller of two boxes that lies in both."""
-    width = min(a[2], b[2]) - max(a[0], b[0])
-    height = min(a[3], b[3]) - max(a[1], b[1])
-    if width <= 0 or height <= 0:
-        return 0.0
-    smaller = min((a[2] - a[0]) * (a[3] - a[1]), (b[2] - b[0]) * (b[3] - b[1]))
-    return width * height / smaller if smaller > 0 else 0.0
+    return any(smaller_share(box, other) > OVERPRINT_SHARE for other in kept.get(c, ()))
 
 
 def _word_glyphs(rawdict: dict[str, Any]) -> dict[tuple[int, int, int], list[tuple[str, Box]]]:

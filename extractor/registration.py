@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend, find_bend, rules_of
+from extractor.boxes import Box, smaller_share
 from extractor.errors import TemplateError
 from extractor.templates import Template
 
@@ -266,29 +267,24 @@ def _outlines(piece: np.ndarray) -> list[Candidate]:
 
 
 def joined_candidates(candidates: list[Candidate]) -> list[Candidate]:
-    """The outlines of each two of the candidates' pieces together, but where one lies inside
-    the other's box (:func:`_inside`: a photo's paper around its frame, which the outer piece's
-    outline already is): a frame the page shows in pieces (a seal's mask or a faded stretch
+    """The outlines of each two of the candidates' pieces together, but where nine tenths of
+    one's box lies inside the other's (a photo's paper around its frame, which the outer
+    piece's outline already is): a frame the page shows in pieces (a seal's mask or a faded stretch
     cutting its lines where the page is worked on small: a 数电票 printed on the top of an A4
     sheet, its frame in two pieces, matched 0.87 by its right piece alone, 280 px off)."""
     pieces = list({id(c.piece): c.piece for c in candidates}.values())
-    boxes = [cv2.boundingRect(piece.astype(np.uint8)) for piece in pieces]
+    boxes = [_bounds(piece) for piece in pieces]
     return [
         outline
         for (a, box_a), (b, box_b) in combinations(zip(pieces, boxes, strict=True), 2)
-        if not _inside(box_a, box_b)
+        if smaller_share(box_a, box_b) < 0.9
         for outline in _outlines(a | b)
     ]
 
 
-def _inside(a: tuple[int, int, int, int], b: tuple[int, int, int, int]) -> bool:
-    """Whether nine tenths or more of the smaller of two boxes (x, y, w, h) lies in the other."""
-    ax, ay, aw, ah = a
-    bx, by, bw, bh = b
-    overlap = max(0, min(ax + aw, bx + bw) - max(ax, bx)) * max(
-        0, min(ay + ah, by + bh) - max(ay, by)
-    )
-    return overlap >= 0.9 * min(aw * ah, bw * bh)
+def _bounds(piece: np.ndarray) -> Box:
+    x, y, w, h = cv2.boundingRect(piece.astype(np.uint8))
+    return x, y, x + w, y + h
 
 
 def _hull(piece: np.ndarray) -> np.ndarray:
