@@ -50,6 +50,10 @@ makes for a stain to erase, with the print on it."""
 GREY_PAPER = 170
 """A crop whose paper is no brighter than this (its 95th percentile) is evened too: an
 underexposed photo, whose print is as faint against its paper as shading would make it."""
+HIGHLIGHT_MM = 1.5
+"""Green ink filling a square this wide is a highlighter's, not a green form's: its lines and
+its labels' strokes are thinner. Print under a green highlighter is green-hued at its edges and
+would be dropped with the form's ink; it is kept where the highlighter lies."""
 WHITE = 255
 REACHED = 128  # flood-fill mark
 
@@ -304,6 +308,7 @@ def separate_ink(
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
     sat = hsv[..., 1]
     green = cv2.inRange(hsv, (36, 61, 61), (89, 255, 255))  # hue 36-89, saturated and light
+    green &= ~_highlighted(green, ppm)
     # pure red/brown ink (hue < 25 or > 150, saturated); where black print covers it the red
     # channel stays dark and is kept
     reddish = cv2.inRange(hsv, (0, 71, 0), (24, 255, 255))
@@ -340,6 +345,17 @@ def separate_ink(
                 blobs = cv2.dilate(blobs, np.ones((3, 3), np.uint8))
             clean[blobs > 0] = WHITE
     return clean, ink
+
+
+def _highlighted(green: np.ndarray, ppm: float) -> np.ndarray:
+    """Where a green highlighter lies (and the print under it, up to :data:`HIGHLIGHT_MM`
+    from its paper): the green pieces holding a square of :data:`HIGHLIGHT_MM`, widened by as
+    much again."""
+    side = max(3, round(HIGHLIGHT_MM * ppm))
+    if np.count_nonzero(green) < side * side:
+        return np.zeros_like(green)
+    paper = cv2.morphologyEx(green, cv2.MORPH_OPEN, np.ones((side, side), np.uint8))
+    return cv2.dilate(paper, np.ones((2 * side + 1, 2 * side + 1), np.uint8))
 
 
 def even_paper(grey: np.ndarray, ppm: float) -> np.ndarray:

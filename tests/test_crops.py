@@ -253,3 +253,62 @@ def test_a_name_printed_across_its_rule_reads_without_the_rules_end() -> None:
     (page,) = Extractor(fallback="never").extract(jpeg.tobytes(), "vat_invoice").pages
     name = page.fields["buyer_name"]
     assert (name.value, name.valid) == (expected["pages"][0]["fields"]["buyer_name"], True)
+
+
+GREEN_HIGHLIGHTER = (120, 250, 130)  # BGR
+
+
+def highlighted(image: np.ndarray, rect: tuple[int, int, int, int]) -> np.ndarray:
+    """``image`` with a green highlighter stroked over ``rect`` (x, y, w, h): its colour
+    multiplied into paper and print alike, its edges soft."""
+    x, y, w, h = rect
+    band = np.zeros(image.shape[:2], np.float32)
+    band[y : y + h, x : x + w] = 0.85
+    band = cv2.GaussianBlur(band, (0, 0), 1.5)[..., None]
+    tint = np.array(GREEN_HIGHLIGHTER, np.float32) / 255
+    out = image.astype(np.float32) * (1 - band + band * tint)
+    return np.clip(out, 0, 255).astype(np.uint8)
+
+
+def test_print_under_a_green_highlighter_is_ink_and_a_green_forms_ink_is_not() -> None:
+    """Green is a form's ink (dropped like brown), but under a green highlighter the print's
+    soft edges are green too, and were dropped with it: most of a scanned total's strokes were
+    lost (the total read empty). Green holding a square of HIGHLIGHT_MM is a highlighter's; the
+    print in it is kept, its paper is not ink; a green form's lines and labels still go."""
+    crop = np.full((90, 700, 3), (234, 245, 248), np.uint8)
+    cv2.putText(crop, "197.51", (60, 60), cv2.FONT_HERSHEY_SIMPLEX, 1.5, (40, 40, 40), 3)
+    crop = cv2.GaussianBlur(crop, (0, 0), 1.2)  # a scan's softness
+    print_ = crop[..., 2] < 150
+    cv2.line(crop, (0, 8), (699, 8), (100, 140, 40), 2)  # a green form's rule and label
+    cv2.putText(crop, "TAX", (480, 62), cv2.FONT_HERSHEY_SIMPLEX, 1.2, (100, 140, 40), 2)
+    green_form = (crop[..., 1].astype(int) - crop[..., 2] > 40) & ~print_
+    marked = highlighted(crop, (40, 22, 300, 50))
+    _, ink = separate_ink(marked, PPM)
+    assert np.count_nonzero(ink[print_]) >= 0.8 * np.count_nonzero(print_)
+    paper = ~cv2.dilate(print_.astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+    assert np.count_nonzero(ink[paper & ~green_form]) <= 0.01 * np.count_nonzero(paper)
+    assert np.count_nonzero(ink[green_form]) <= 0.05 * np.count_nonzero(green_form)
+
+
+def test_fields_marked_with_a_green_highlighter_read_as_printed() -> None:
+    """clean/vat_invoice_0001 with its total, seller's name and tax id stroked over with a
+    green highlighter (as a finance team marks what it checked) reads them right, from their
+    own boxes: the total and the seller's name read empty before, their print dropped."""
+    from extractor.pipeline import Extractor
+
+    path = FIXTURES / "clean" / "vat_invoice_0001.jpg"
+    expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))["pages"][0]
+    extractor = Extractor(fallback="never")
+    (plain,) = extractor.extract(path, "vat_invoice").pages
+    image = cv2.imread(str(path))
+    marked = ("total", "seller_name", "seller_tax_id")
+    for name in marked:
+        box = plain.fields[name].box
+        assert box is not None
+        x, y, w, h = (round(v) for v in box)
+        image = highlighted(image, (x - h, y - h // 3, w + 2 * h, h + 2 * (h // 3)))
+    _, jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])
+    (page,) = extractor.extract(jpeg.tobytes(), "vat_invoice").pages
+    for name in marked:
+        field = page.fields[name]
+        assert (field.value, field.valid, field.source) == (expected["fields"][name], True, "roi")

@@ -612,6 +612,21 @@ def test_a_red_letter_invoice_reads_its_negative_amounts(extractor: Extractor, k
         assert all(fields[name].startswith("-") for name in ("amount", "tax", "total"))
 
 
+@pytest.mark.parametrize(("seed", "level"), [(7100, "light"), (7102, "medium")])
+def test_a_form_printed_in_green_reads_whole(seed: int, level: str) -> None:
+    """The national form printed in green ink (some copies and older forms are) registers on
+    the brown reference and every field reads right and valid from its box (that a green
+    form's ink is dropped and a green highlighter's print kept: tests/test_crops.py)."""
+    from extractor.synth.generate import make_document
+
+    document = make_document(seed, level, form_ink="green")
+    (page,) = Extractor(fallback="never").extract(document.jpeg, "vat_invoice").pages
+    expected = document.truth["pages"][0]["fields"]
+    assert {k: (f.value, f.valid) for k, f in page.fields.items()} == {
+        k: (v, True) for k, v in expected.items()
+    }
+
+
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
     """geometry/vat_invoice_0053: a low-resolution photo whose amounts were each read with a
     slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the tax reads

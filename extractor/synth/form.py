@@ -16,6 +16,9 @@ from extractor.synth.raster import Layer, compose, to_uint8
 from extractor.templates import Template
 
 FORM_INK = (40, 70, 150)  # BGR: brown
+FORM_INKS = {"brown": FORM_INK, "green": (100, 140, 40)}
+"""The colours the national form is printed in (BGR): brown, and a teal green some copies
+and older forms are printed in."""
 PAPER = (236, 245, 249)  # BGR: off-white
 HOLE_BACKGROUND = (214, 214, 214)  # BGR: a scanner lid seen through the feed holes
 PERFORATION = (170, 178, 186)

@@ -87,11 +87,13 @@ def make_document(
     dpi: float | None = None,
     parties: tuple[Party, Party] | None = None,
     red_letter: bool = False,
+    form_ink: str = "brown",
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
     ``parties``: the buyer and the seller, instead of the seed's. ``red_letter``: the red-letter
-    invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`)."""
+    invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`).
+    ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
@@ -103,7 +105,11 @@ def make_document(
     if red_letter:
         inv = as_red_letter(inv)
     page = render_invoice(
-        inv, dpi, random.Random(f"render:{seed}"), offset_mm=DATA_OFFSET_MM[level]
+        inv,
+        dpi,
+        random.Random(f"render:{seed}"),
+        offset_mm=DATA_OFFSET_MM[level],
+        form_ink=form_ink,
     )
     scan = degrade(page, level, random.Random(f"scan:{seed}:{draws}"))
     truth: dict[str, object] = {

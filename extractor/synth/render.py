@@ -17,7 +17,7 @@ import segno
 
 from extractor.synth import layout as L
 from extractor.synth.content import Invoice
-from extractor.synth.form import FORM_INK, PERFORATION, draw_form, hole_layer, perforation_layer
+from extractor.synth.form import FORM_INKS, PERFORATION, draw_form, hole_layer, perforation_layer
 from extractor.synth.raster import Layer, TextBox, compose, to_uint8
 from extractor.synth.seals import SEAL_RED, oval_seal, place
 
@@ -263,8 +263,10 @@ def render_invoice(
     rng: random.Random,
     *,
     offset_mm: tuple[float, float] = (3.0, 1.2),
+    form_ink: str = "brown",
 ) -> RenderedPage:
-    """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y)."""
+    """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y); the form
+    printed in ``form_ink`` (a key of :data:`~extractor.synth.form.FORM_INKS`)."""
     nrng = np.random.default_rng(rng.getrandbits(64))
     printer = rng.choices(list(PRINTERS), weights=[w for _, w in PRINTERS.values()])[0]
     cjk = rng.choice(("ming", "ming", "hei"))
@@ -325,7 +327,7 @@ def render_invoice(
     image = compose(
         page,
         [
-            (form.alpha(), FORM_INK),
+            (form.alpha(), FORM_INKS[form_ink]),
             (perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha(), PERFORATION),
             (monitor.alpha() * 0.9, SEAL_RED),
             (np.clip(data_alpha, 0, 1), ink),
