@@ -237,6 +237,11 @@ def test_sum_rule_with_three_terms() -> None:
         ("重庆海新控股集团", True),
         ("厦门国际银行股份有限公司", True),
         ("华东医药合伙企业（有限合伙）", True),
+        ("达航丰工汽车销售服务福州）有限公司", False),  # its opening bracket lost under a mark
+        ("达航丰工汽车销售服务（福州有限公司", False),
+        ("达航丰工汽车销售服务）福州（有限公司", False),
+        ("达航丰工汽车销售服务(福州）有限公司", True),  # half and full width pair
+        ("中国（上海）自由贸易试验区（临港）管理有限公司", True),
         ("大连市沙河口区第一中学210", False),  # the tax id below run into a bent page's crop
         ("大连市沙河口区第一中学210204MA", False),
         ("大连市沙河口区第一中学", True),

@@ -61,6 +61,20 @@ company's name ends so (a holding's full name goes on: …控股有限公司, �
 found a few characters short does (…医药股 for …医药股份有限公司)."""
 
 
+_OPENING, _CLOSING = "（(", "）)"
+
+
+def _brackets_pair(value: str) -> bool:
+    """Whether each closing bracket of ``value`` closes one opened before it, and every one
+    opened is closed (a full-width and a half-width one pair: print does not tell them apart)."""
+    depth = 0
+    for ch in value:
+        depth += (ch in _OPENING) - (ch in _CLOSING)
+        if depth < 0:
+            return False
+    return depth == 0
+
+
 def _not_text(value: str) -> str:
     """The characters of ``value`` no name is written with (:func:`plain_character`: a PDF's
     glyphs its font does not map come out as ⋹䤪电子商务有限公司 for 中瑞电子商务有限公司)."""
@@ -77,7 +91,8 @@ def _name_errors(value: str) -> list[str]:
     (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that ends
     inside its legal form (…有限公: a line found short), nor in a few digits after its words (a
     tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three or more,
-    are an amount's capitals (:data:`_CAPITAL_DIGITS`)."""
+    are an amount's capitals (:data:`_CAPITAL_DIGITS`); nor one whose brackets do not pair (a
+    bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司)."""
     if odd := _not_text(value):
         return [f"{value!r} holds {odd!r}, no name's text (a PDF font's unmapped glyphs?)"]
     if not any(ch.isalpha() for ch in value):
@@ -98,6 +113,8 @@ def _name_errors(value: str) -> list[str]:
     capitals = sum(ch in _CAPITAL_DIGITS for ch in value)
     if capitals >= 3 and 2 * capitals >= len(value):
         return [f"{value!r} reads as an amount in capitals (the total in words?), not a name"]
+    if not _brackets_pair(value):
+        return [f"{value!r}: its brackets do not pair (one lost or misread)"]
     cut = _CUT_LEGAL_FORM.search(value)
     if cut:
         return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
