@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend
+from extractor.covered import COVERED_BY, covered_names
 from extractor.crops import STRICT_KINDS, Crop, crop_fields, cut_out, separate_ink
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
@@ -76,6 +77,7 @@ from extractor.registration import (
     form_outline,
     forms_beside,
     frame_outline,
+    ink_on_form,
     register,
 )
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
@@ -158,6 +160,7 @@ _LATE_START = "the line found starts"  # a name's line that starts well into its
 _EARLY_END = "the line found ends"  # a name's line that ends before its box's reading does
 _OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
 _AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
+_COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
 _DOUBT = (
     _LOW_CONFIDENCE,
     _UNCERTAIN_CHARACTER,
@@ -167,6 +170,7 @@ _DOUBT = (
     _EARLY_END,
     _OFF_IMAGE,
     _AT_EDGE,
+    _COVERED,
 )
 """How the doubts read: errors that say a value that passes its checks may still be wrong."""
 NAME_START_MM = 10.0
@@ -221,7 +225,8 @@ class PreparedPage:
     :func:`extractor.print_offset.print_offset`)."""
 
     cut_off: dict[str, str] = dataclasses.field(default_factory=dict)
-    """The fields the image may have cut off, and why (:func:`_cut_off`)."""
+    """The fields the image may have cut off, or something lying on the page cover, and why
+    (:func:`_cut_off`, :func:`~extractor.covered.covered_names`)."""
 
     @property
     def down_mm(self) -> float:
@@ -510,6 +515,8 @@ class Extractor:
         prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
         prepared.stated, prepared.down, prepared.form = stated, down, form
         prepared.cut_off = _cut_off(image.shape[:2], template, homography, down, alignment.score)
+        if on_form is not None:
+            prepared.cut_off = covered_names(template, on_form) | prepared.cut_off
         return prepared
 
     def recognize(self, pages: Sequence[PreparedPage]) -> list[list[Recognition | None]]:
@@ -894,8 +901,10 @@ class Extractor:
                 _doubt_a_lost_end(chosen, own.raw)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
-            if not prepared.alignment.matched:
+            if not prepared.alignment.matched:  # aligned by its labels
                 cut_off = _cut_off(image.shape[:2], template, homography)
+                on_form = ink_on_form(image, template, homography)
+                cut_off = covered_names(template, on_form) | cut_off
             _doubt_cut_off(template, cut_off, merged)
         return merged, labels if labels.homography is not None else None
 
@@ -1631,7 +1640,7 @@ def _doubt_cut_off(
 
 
 def _maybe_cut_off(field: FieldResult) -> bool:
-    return any(error.startswith((_OFF_IMAGE, _AT_EDGE)) for error in field.errors)
+    return any(error.startswith((_OFF_IMAGE, _AT_EDGE, _COVERED)) for error in field.errors)
 
 
 def _template_box(prepared: PreparedPage, name: str) -> list[float]:

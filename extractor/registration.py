@@ -113,7 +113,8 @@ class Reference:
         self.work_h = round(full_h * self.scale)
         gray = cv2.resize(image, (self.work_w, self.work_h), interpolation=cv2.INTER_AREA)
         self.lines = ruling(gray, self.px_per_mm)
-        found = frame_candidates(binarize(gray), 1)
+        self.ink = binarize(gray)
+        found = frame_candidates(self.ink, 1)
         if not found:
             raise TemplateError(f"template {template.name!r}: no ruled frame found in {path}")
         self.frame = found[0].quad
@@ -163,6 +164,13 @@ class Reference:
         size = (self.work_w, self.work_h)
         labels = cv2.resize(self.labels.astype(np.uint8), size, interpolation=cv2.INTER_AREA)
         return np.where((labels > 0) | (self.lines_tol > 0), 0, 255).astype(np.uint8)
+
+    @cached_property
+    def form_print(self) -> tuple[np.ndarray, np.ndarray]:
+        """Where the form prints its labels and rules (:attr:`paper`'s 0), and its own ink
+        there, at work px."""
+        form = self.paper == 0
+        return form, form & (self.ink > 0)
 
 
 _REFERENCES: dict[tuple[str, Path | None, int], Reference] = {}
@@ -621,6 +629,16 @@ def _refine(ref: Reference, small: np.ndarray, outline: _Overlay) -> _Overlay | 
     warp = np.linalg.inv(scale) @ warp.astype(np.float64) @ scale  # back to working-scale px
     # warp maps reference work px -> (page warped into reference) px
     return _overlay(ref, small, np.linalg.inv(np.linalg.inv(outline.to_ref) @ warp))
+
+
+def ink_on_form(page: np.ndarray, template: Template, homography: np.ndarray) -> np.ndarray:
+    """The page's ink (:func:`binarize`) on the reference at its working px, through
+    ``homography`` (reference px -> page px): :attr:`Alignment.on_form` of a page aligned
+    otherwise than by its frame (by its printed labels)."""
+    ref = reference_for(template)
+    to_work = np.diag([ref.scale, ref.scale, 1.0]) @ np.linalg.inv(homography)
+    size = (ref.work_w, ref.work_h)
+    return binarize(cv2.warpPerspective(to_gray(page), to_work, size, borderValue=255))
 
 
 def _top_edge_angle(homography: np.ndarray, template: Template) -> float:

@@ -140,6 +140,28 @@ def add_stains(
 # -- backgrounds -------------------------------------------------------------------------------
 
 
+def fold_corner(image: np.ndarray, corner: str, leg_px: float, lid: int = 235) -> np.ndarray:
+    """``image`` (BGR) scanned with one ``corner`` of its paper (``tl``, ``tr``, ``bl`` or
+    ``br``) folded over: the fold meets both edges ``leg_px`` from the corner, the folded
+    flap's back (the paper's colour in the shade of the fold) lies on the page beside the
+    fold, and the scanner's lid (grey ``lid``) shows where the corner was."""
+    h, w = image.shape[:2]
+    cx, cy = {"tl": (0, 0), "tr": (w - 1, 0), "bl": (0, h - 1), "br": (w - 1, h - 1)}[corner]
+    sx, sy = (1 if cx == 0 else -1), (1 if cy == 0 else -1)
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    across = (xx - cx) * sx + (yy - cy) * sy  # along the corner's diagonal: the fold at leg_px
+    # the flap: points beside the fold whose mirror image across it lies on the page
+    mirror_x = (xx - cx) * sx - (across - leg_px)
+    mirror_y = (yy - cy) * sy - (across - leg_px)
+    flap = (across >= leg_px) & (across <= 2 * leg_px) & (mirror_x >= 0) & (mirror_y >= 0)
+    out = image.copy()
+    out[flap] = (np.median(image.reshape(-1, 3), axis=0) * 0.93).astype(np.uint8)
+    out[across < leg_px] = lid
+    crease = np.abs(across - leg_px) < 1.5
+    out[crease] = (out[crease] * 0.6).astype(np.uint8)
+    return out
+
+
 def scanner_lid(h: int, w: int, rng: random.Random) -> tuple[np.ndarray, dict[str, object]]:
     grey = rng.uniform(0.86, 0.98)
     bg = np.full((h, w, 3), grey, np.float32)
