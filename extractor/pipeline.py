@@ -1837,9 +1837,25 @@ def _cross_check(
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
     _flag_dates_read_as_codes(template, fields)
+    _flag_one_tax_id_for_two_parties(template, fields)
     _cross_check_qr(stated, fields)
     if parties is not None:
         _check_parties(template, parties, fields)
+
+
+def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, FieldResult]) -> None:
+    """The parties' tax ids read alike flagged, in place: no taxpayer issues an invoice to
+    itself, and one party's id was taken for the other's (a sticky note over the seller's, the
+    fallback found the buyer's beside its label)."""
+    ids = [fields.get(party.tax_id) for party in template.parties]
+    for field in ids:
+        if field is None or not field.value:
+            continue
+        same = [
+            other for other in ids if other is not field and other and other.value == field.value
+        ]
+        if same:
+            _flag(field, "the same tax id as the other party's: one read for the other?")
 
 
 def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]) -> None:

@@ -692,6 +692,26 @@ def test_a_name_a_sticky_note_covers_is_not_passed(
     assert any(error.startswith(COVERED_BY) for error in result.errors), result.errors
 
 
+def test_one_partys_tax_id_read_for_the_others_is_flagged(extractor: Extractor) -> None:
+    """A sticky note over the seller's block (its labels, the start of its name and tax id):
+    the fallback found a 纳税人识别号 label and took the id beside it, the buyer's, for the
+    seller's; it passes its check character. No taxpayer invoices itself: tax ids read alike
+    are flagged, and the buyer's, read from its own box, says so too."""
+    path = FIXTURES / "clean/vat_invoice_0010.jpg"
+    image = cv2.imread(str(path))
+    h, w = image.shape[:2]
+    x0, y0, x1, y1 = round(0.014 * w), round(0.649 * h), round(0.264 * w), h
+    image[y0:y1, x0:x1] = (140, 240, 255)
+    cv2.rectangle(image, (x0, y0), (x1 - 1, y1 - 1), (110, 190, 205), 2)  # its shaded edge
+    expected = truth(path)["pages"][0]["fields"]
+    jpeg = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
+    (page,) = extractor.extract(jpeg, "auto").pages
+    seller, buyer = page.fields["seller_tax_id"], page.fields["buyer_tax_id"]
+    assert seller.value == buyer.value == expected["buyer_tax_id"]
+    assert not seller.valid and not buyer.valid
+    assert any(error.startswith("the same tax id") for error in seller.errors)
+
+
 def test_the_amounts_of_a_low_resolution_photo_add_up_after_their_slips() -> None:
     """geometry/vat_invoice_0053: a low-resolution photo whose amounts were each read with a
     slip (the ¥ as a digit, a point lost) before ECC ran at a quarter scale; now the tax reads
