@@ -1851,10 +1851,7 @@ def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, Field
     for field in ids:
         if field is None or not field.value:
             continue
-        same = [
-            other for other in ids if other is not field and other and other.value == field.value
-        ]
-        if same:
+        if any(other is not field and other and other.value == field.value for other in ids):
             _flag(field, "the same tax id as the other party's: one read for the other?")
 
 
