@@ -586,10 +586,7 @@ def _turned_as(quad: np.ndarray, to_ref: np.ndarray, ref: Reference) -> np.ndarr
 
 
 def _overlay(ref: Reference, small: np.ndarray, to_ref: np.ndarray) -> _Overlay:
-    warped = cv2.warpPerspective(
-        small, to_ref, (ref.work_w, ref.work_h), flags=cv2.INTER_AREA, borderValue=255
-    )
-    ink = binarize(warped)
+    ink = _ink_on_reference(small, to_ref, ref)
     lines = ink_ruling(ink, ref.px_per_mm)
     return _Overlay(match_score(ref, lines), to_ref, lines, ink)
 
@@ -637,8 +634,15 @@ def ink_on_form(page: np.ndarray, template: Template, homography: np.ndarray) ->
     otherwise than by its frame (by its printed labels)."""
     ref = reference_for(template)
     to_work = np.diag([ref.scale, ref.scale, 1.0]) @ np.linalg.inv(homography)
+    return _ink_on_reference(to_gray(page), to_work, ref)
+
+
+def _ink_on_reference(gray: np.ndarray, to_ref: np.ndarray, ref: Reference) -> np.ndarray:
+    """The ink (:func:`binarize`) of ``gray`` warped through ``to_ref`` onto the reference's
+    working px, paper where the page does not reach."""
     size = (ref.work_w, ref.work_h)
-    return binarize(cv2.warpPerspective(to_gray(page), to_work, size, borderValue=255))
+    warped = cv2.warpPerspective(gray, to_ref, size, flags=cv2.INTER_AREA, borderValue=255)
+    return binarize(warped)
 
 
 def _top_edge_angle(homography: np.ndarray, template: Template) -> float:
