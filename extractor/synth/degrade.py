@@ -137,9 +137,6 @@ def add_stains(
     return out
 
 
-# -- backgrounds -------------------------------------------------------------------------------
-
-
 def fold_corner(image: np.ndarray, corner: str, leg_px: float, lid: int = 235) -> np.ndarray:
     """``image`` (BGR) scanned with one ``corner`` of its paper (``tl``, ``tr``, ``bl`` or
     ``br``) folded over: the fold meets both edges ``leg_px`` from the corner, the folded
@@ -160,6 +157,9 @@ def fold_corner(image: np.ndarray, corner: str, leg_px: float, lid: int = 235) -
     crease = np.abs(across - leg_px) < 1.5
     out[crease] = (out[crease] * 0.6).astype(np.uint8)
     return out
+
+
+# -- backgrounds -------------------------------------------------------------------------------
 
 
 def scanner_lid(h: int, w: int, rng: random.Random) -> tuple[np.ndarray, dict[str, object]]:
