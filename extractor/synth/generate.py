@@ -25,7 +25,7 @@ from extractor.synth.content import Party, as_red_letter, make_invoice, party
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
-from extractor.synth.render import RenderedPage, render_invoice
+from extractor.synth.render import Pins, RenderedPage, render_invoice
 
 TEMPLATE = "vat_invoice"
 CLEAN_DPI = 200
@@ -88,12 +88,14 @@ def make_document(
     parties: tuple[Party, Party] | None = None,
     red_letter: bool = False,
     form_ink: str = "brown",
+    pins: Pins | None = None,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
     ``parties``: the buyer and the seller, instead of the seed's. ``red_letter``: the red-letter
     invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`).
-    ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`)."""
+    ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`). ``pins``: the
+    data printed dot by dot by that dot-matrix head (:class:`~extractor.synth.render.Pins`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
@@ -110,6 +112,7 @@ def make_document(
         random.Random(f"render:{seed}"),
         offset_mm=DATA_OFFSET_MM[level],
         form_ink=form_ink,
+        pins=pins,
     )
     scan = degrade(page, level, random.Random(f"scan:{seed}:{draws}"))
     truth: dict[str, object] = {

@@ -28,6 +28,55 @@ PRINTERS = {
     "laser": ((28, 28, 28), 0.35),
     "inkjet_blue": ((105, 45, 35), 0.10),
 }
+PIN_PITCH_MM = 25.4 / 180  # a 24-pin head's pins, down the head
+
+
+@dataclass(frozen=True)
+class Pins:
+    """A 24-pin dot-matrix head printing the data dot by dot, as the printers that fill in
+    paper VAT invoices do (impact, through a ribbon, onto the multi-part form).
+
+    ``along_dpi``: dots along the line (360 letter quality: overlapping dots; 180 draft:
+    dots apart); ``dot_mm``: a pin's dot across; ``ribbon``: the ink a dot leaves (1 a fresh
+    ribbon, 0.4-0.6 a worn one); ``broken_pin``: a pin (0-23) that no longer fires, a white
+    line through every printed line at its height."""
+
+    along_dpi: int = 360
+    dot_mm: float = 0.24
+    ribbon: float = 1.0
+    broken_pin: int | None = None
+
+
+def pin_print(alpha: np.ndarray, ppm: float, pins: Pins, rng: np.random.Generator) -> np.ndarray:
+    """``alpha`` (the data layer's ink, float32 in [0, 1], ``ppm`` px a mm) printed by ``pins``:
+    a dot wherever the glyphs' ink covers a pin's cell at firing, each dot a soft disc, the
+    ribbon's ink uneven along the page and from dot to dot."""
+    h, w = alpha.shape
+    ys = np.arange(0.0, h, PIN_PITCH_MM * ppm)
+    xs = np.arange(0.0, w, 25.4 / pins.along_dpi * ppm)
+    # a pin fires where the glyphs' ink covers a quarter of its cell: a thin stroke stays one
+    # dot thick, as a printer driver's rasteriser keeps it
+    fired = cv2.resize(alpha, (len(xs), len(ys)), interpolation=cv2.INTER_AREA) > 0.25
+    if pins.broken_pin is not None:
+        fired[np.arange(len(ys)) % 24 == pins.broken_pin] = False
+    row, col = np.nonzero(fired)
+    y, x = ys[row], xs[col]
+    strength = rng.uniform(0.75, 1.0, len(row)).astype(np.float32)
+    # each dot splatted bilinearly onto the page's px, then spread to its disc
+    y0, x0 = np.floor(y).astype(int), np.floor(x).astype(int)
+    fy, fx = (y - y0).astype(np.float32), (x - x0).astype(np.float32)
+    density = np.zeros((h + 1, w + 1), np.float32)
+    for dy, dx, weight in (
+        (0, 0, (1 - fy) * (1 - fx)),
+        (0, 1, (1 - fy) * fx),
+        (1, 0, fy * (1 - fx)),
+        (1, 1, fy * fx),
+    ):
+        np.add.at(density, (y0 + dy, x0 + dx), strength * weight)
+    sigma = max(0.35, pins.dot_mm * ppm / 2.5)
+    discs = cv2.GaussianBlur(density[:h, :w], (0, 0), sigma) * (2 * np.pi * sigma**2)
+    # a worn ribbon leaves grey however often the pins strike one place
+    return np.clip(discs, 0, 1) * (pins.ribbon * _mottle((h, w), rng, 8.0 * ppm, 0.7))
 
 
 @dataclass
@@ -264,11 +313,15 @@ def render_invoice(
     *,
     offset_mm: tuple[float, float] = (3.0, 1.2),
     form_ink: str = "brown",
+    pins: Pins | None = None,
 ) -> RenderedPage:
     """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y); the form
-    printed in ``form_ink`` (a key of :data:`~extractor.synth.form.FORM_INKS`)."""
+    printed in ``form_ink`` (a key of :data:`~extractor.synth.form.FORM_INKS`); with ``pins``,
+    the data printed dot by dot by that dot-matrix head instead of the seed's printer."""
     nrng = np.random.default_rng(rng.getrandbits(64))
     printer = rng.choices(list(PRINTERS), weights=[w for _, w in PRINTERS.values()])[0]
+    if pins is not None:
+        printer = "dotmatrix"
     cjk = rng.choice(("ming", "ming", "hei"))
     dx = round(rng.uniform(-offset_mm[0], offset_mm[0]), 2)
     dy = round(rng.uniform(-offset_mm[1], offset_mm[1]), 2)
@@ -320,7 +373,9 @@ def render_invoice(
     page = paper(h, w, nrng, base)
     data_alpha = data.alpha()
     ink = PRINTERS[printer][0]
-    if printer == "dotmatrix":
+    if pins is not None:
+        data_alpha = pin_print(data_alpha, form.ppm, pins, nrng)
+    elif printer == "dotmatrix":
         data_alpha = cv2.GaussianBlur(data_alpha, (0, 0), 0.25 * form.ppm / 7.87)
         data_alpha *= _mottle((h, w), nrng, 0.8 * form.ppm, 0.72)
     stamp_alpha = stamp.alpha() * _mottle((h, w), nrng, 1.5 * form.ppm, 0.45)
@@ -338,7 +393,7 @@ def render_invoice(
         "dpi": dpi,
         "data_offset_mm": [dx, dy],
         "line_jitter_mm": list(LINE_JITTER_MM),
-        "printer": printer,
+        "printer": printer if pins is None else f"dotmatrix, pins {pins}",
         "data_font": {"ming": "AR PL UMing CN", "hei": "WenQuanYi Zen Hei"}[cjk],
         "field_ink_boxes_mm": boxes,
         "qr_box_mm": qr_box,
