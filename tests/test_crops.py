@@ -312,3 +312,59 @@ def test_fields_marked_with_a_green_highlighter_read_as_printed() -> None:
     for name in marked:
         field = page.fields[name]
         assert (field.value, field.valid, field.source) == (expected["fields"][name], True, "roi")
+
+
+def test_print_across_a_rule_is_kept_where_it_crosses_on_a_black_and_white_scan() -> None:
+    """A digit printed over a cell's rule on a black-and-white scan: the rule is erased but
+    where the digit's strokes cross it (ink right beside it on both sides, a stroke's width
+    along it); a rule running along a stroke's side, or ragged at its edges, is erased."""
+    image = np.full((120, 400), 255, np.uint8)
+    cv2.line(image, (0, 100), (399, 100), 0, 2)  # the cell's lower rule, across the crop
+    cv2.line(image, (200, 0), (200, 100), 0, 3)  # its side's rule
+    cv2.line(image, (170, 40), (230, 40), 0, 4)  # a stroke printed across the side rule
+    cv2.line(image, (203, 60), (203, 90), 0, 3)  # one printed along it, touching it
+    image[98, 300:380:2] = 0  # the lower rule's ragged edge (it covers rows 99-101)
+    image[102, 301:380:2] = 0
+    clean, ink = separate_ink(cv2.cvtColor(image, cv2.COLOR_GRAY2BGR), PPM)
+    assert ink[38:43, 198:203].all()  # the crossing: kept
+    assert (clean[38:43, 198:203] < 128).all()
+    assert not ink[60:90, 199:201].any()  # the rule beside the stroke: erased
+    assert not ink[99:102, 300:380].any()  # the lower rule, under its ragged edge
+
+
+@pytest.mark.parametrize(
+    ("seed", "fields"),
+    [
+        (130, ("amount", "tax")),  # 128.00, 16.64: their last digits on the cells' right rules
+        (100, ("amount", "tax")),  # 74.48, 5.12
+        (124, ("buyer_name", "seller_name")),  # printed over 名称's colon: 称 beside the name
+    ],
+)
+def test_print_over_the_forms_rules_and_labels_reads_on_a_black_and_white_scan(
+    seed: int, fields: tuple[str, ...]
+) -> None:
+    """Data printed by a dot-matrix head a few millimetres off the form, scanned black and
+    white (the form's rules and labels as black as the print): amounts whose last digits lie
+    on a rule read whole (erased with it, 0 read as 3, 4 as 1, both passing the sum); a
+    name printed over its label's colon reads without 称 (a piece of label the crop cut wider
+    still cuts is the label's)."""
+    import random
+
+    from extractor.pipeline import Extractor
+    from extractor.synth.content import make_invoice
+    from extractor.synth.render import Pins, render_invoice
+
+    invoice = make_invoice(random.Random(seed))
+    printed = render_invoice(
+        invoice, 200, random.Random(f"render:{seed}"), offset_mm=(5.0, 1.5), pins=Pins()
+    )
+    grey = cv2.GaussianBlur(cv2.cvtColor(printed.image, cv2.COLOR_BGR2GRAY), (0, 0), 0.5)
+    scan = cv2.adaptiveThreshold(
+        grey, 255, cv2.ADAPTIVE_THRESH_GAUSSIAN_C, cv2.THRESH_BINARY, 41, 12
+    )
+    png = cv2.imencode(".png", scan)[1].tobytes()
+    (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
+    truth = invoice.fields()
+    assert {name: (page.fields[name].value, page.fields[name].valid) for name in fields} == {
+        name: (truth[name], True) for name in fields
+    }
