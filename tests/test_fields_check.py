@@ -279,13 +279,17 @@ def test_implied_values_of_the_sum_and_same_rules(vat: Template) -> None:
         ("称：宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),  # the label's end
         ("名称:宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),
         ("：宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),
-        ("称宁波业恒人力资源服务有限公司", "称宁波业恒人力资源服务有限公司"),  # no colon: kept
+        # no colon: the print lies over it (a name printed a few millimetres left, on a
+        # black-and-white scan where the label is as black as the print)
+        ("称宁波业恒人力资源服务有限公司", "宁波业恒人力资源服务有限公司"),
+        ("号91330212551569121B", "91330212551569121B"),
     ],
 )
 def test_the_end_of_a_printed_label_is_not_part_of_the_value(
     vat: Template, raw: str, value: str
 ) -> None:
-    check = check_value(vat.field("buyer_name"), raw)
+    field = "buyer_tax_id" if raw.startswith("号") else "buyer_name"
+    check = check_value(vat.field(field), raw)
     assert check.value == value
 
 

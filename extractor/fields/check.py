@@ -60,6 +60,26 @@ _CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责|有限责任|股|股份|股�
 company's name ends so (a holding's full name goes on: …控股有限公司, …控股集团); a text line
 found a few characters short does (…医药股 for …医药股份有限公司)."""
 
+_LEGAL_FORM = re.compile(r"有限责任公司|股份有限公司|有限公司")
+_BRANCH = re.compile(r"(?:分公司|分行|支行|分店|分厂|分部|分所|办事处|营业部|经营部)$")
+"""A branch's name goes on past its company's legal form (…有限公司上海分公司)."""
+
+
+def _own_again(value: str) -> str | None:
+    """What ``value`` goes on with past its legal form when that is its own characters again,
+    in order (digits and letters aside), and no branch's name: the seller's seal prints the name
+    around its rim and the tax id across it, and on a black-and-white scan the seal is as black
+    as the print (…乾贸易有限公司乾贸易有, …印务有限公司印3); None otherwise."""
+    legal = _LEGAL_FORM.search(value)
+    if legal is None:
+        return None
+    tail = value[legal.end() :]
+    ideographs = [ch for ch in tail if "\u4e00" <= ch <= "\u9fff"]
+    if not ideographs or _BRANCH.search(tail):
+        return None
+    head = iter(value[: legal.end()])
+    return tail if all(ch in head for ch in ideographs) else None
+
 
 _OPENING, _CLOSING = "（(", "）)"
 
@@ -92,7 +112,8 @@ def _name_errors(value: str) -> list[str]:
     inside its legal form (…有限公: a line found short), nor in a few digits after its words (a
     tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three or more,
     are an amount's capitals (:data:`_CAPITAL_DIGITS`); nor one whose brackets do not pair (a
-    bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司)."""
+    bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司); nor one that goes on
+    past its legal form with its own characters (:func:`_own_again`: a seal's text)."""
     if odd := _not_text(value):
         return [f"{value!r} holds {odd!r}, no name's text (a PDF font's unmapped glyphs?)"]
     if not any(ch.isalpha() for ch in value):
@@ -118,6 +139,11 @@ def _name_errors(value: str) -> list[str]:
     cut = _CUT_LEGAL_FORM.search(value)
     if cut:
         return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
+    if again := _own_again(value):
+        return [
+            f"{value!r} goes on past its legal form with {again!r}, its own characters again "
+            "(a seal's text?)"
+        ]
     return []
 
 
@@ -171,12 +197,18 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
 
 def _without_label_tail(text: str, label: str | None) -> str:
     """The text without the end of the field's printed label and its colon in front ('称：'
-    from 名称 printed just left of the box, a lone '：'): a value never starts with a colon."""
-    for tail in [label[i:] for i in range(len(label))] if label else []:
+    from 名称 printed just left of the box, a lone '：'): a value never starts with a colon.
+    Without its colon too, when the print lies over it ('称' before a name printed a few
+    millimetres left: no value starts with its own label's end)."""
+    tails = [label[i:] for i in range(len(label))] if label else []
+    for tail in tails:
         for colon in ":：":
             if text.startswith(tail + colon):
                 return text[len(tail) + 1 :].strip()
-    return text[1:].strip() if text[:1] in ":：" else text
+    if text[:1] in ":：":
+        return text[1:].strip()
+    tail = next((tail for tail in tails if text.startswith(tail)), "")
+    return text[len(tail) :].strip() or text
 
 
 def _as_decimal(value: str | None) -> Decimal | None:
