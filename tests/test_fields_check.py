@@ -251,6 +251,13 @@ def test_sum_rule_with_three_terms() -> None:
         ("壹号餐饮管理有限公司", True),
         ("买", False),  # one character: the label 购买方's, never a name
         ("李明", True),
+        # the seller's seal read past the name: its rim prints the name, its middle the tax id
+        ("青岛博祥乾贸易有限公司乾贸易有", False),
+        ("航辰印务有限公司印3", False),
+        ("科伟联方文化传媒（温州）有限公司化传媒（温州）", False),
+        ("北京分众传媒有限公司北京分公司", True),  # a branch's name goes on past the legal form
+        ("北京银行股份有限公司北京分行", True),
+        ("顺祥科技有限公司上海分公司", True),
     ],
 )
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:
