@@ -310,8 +310,8 @@ def separate_ink(
     of them, the crop's size) says they are is dropped too: thick strokes of a brown label stay
     dark in the drop-out channel, and a black form's labels are as dark as the print. A piece
     the crop's left side cuts is kept (print running out of the crop, to be cut again wider),
-    but in a crop ``widened`` so already: there it is a label the widening did not reach past
-    (称 of a name printed over its colon, on a black-and-white scan).
+    but on a grey or black-and-white scan's crop ``widened`` so already: there it is a label the
+    widening did not reach past (称 of a name printed over its colon).
     """
     clean = even_paper(crop[..., 2].copy(), ppm)
     hsv = cv2.cvtColor(crop, cv2.COLOR_BGR2HSV)
@@ -331,7 +331,8 @@ def separate_ink(
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     lines = _ruled_lines(ink, ppm) > 0
-    if np.count_nonzero(sat >= GREY_SCAN_SATURATION) < 0.01 * sat.size:  # 99th percentile below
+    grey_scan = np.count_nonzero(sat >= GREY_SCAN_SATURATION) < 0.01 * sat.size  # 99th pct.
+    if grey_scan:
         # on a grey or fax scan the ruling is as dark as the print: erase it from the image too,
         # but where print crosses it; on a colour scan it is already pale in the drop-out
         # channel, and erasing would cut the digits that touch it
@@ -349,8 +350,10 @@ def separate_ink(
         covered = np.bincount(labels[form], minlength=count)[1:]
         on_form = covered >= FORM_COVER * stats[1:, cv2.CC_STAT_AREA]
         # a piece cut by the crop's left side may be print running out of it: kept, so that
-        # the line is seen to run out and is cut again wider (where a label lies whole inside)
-        if not widened:
+        # the line is seen to run out and is cut again wider (where a label lies whole inside);
+        # in a crop cut wider already, on a grey scan, it is the label (on a colour scan the
+        # label went with its colour, and a piece there is print over it: 福's 礻)
+        if not (widened and grey_scan):
             on_form &= stats[1:, cv2.CC_STAT_LEFT] > 0
     for drop, fringe in ((tall, False), (on_form & ~tall, True)):
         if drop.any():
