@@ -435,10 +435,25 @@ def _crossings(ink: np.ndarray, lines: np.ndarray, ppm: float) -> np.ndarray:
     horizontal lines: print above and below one is as often two lines' print as one stroke;
     joined across it, 40 pages printed 5 mm off by a dot-matrix head read 424 and 416 of 480
     fields grey and black-and-white, wrong but valid 4 and 4, against 423 and 417, 2 and 3.)"""
-    print_ = ink & ~lines
     thick = max(3, round(RULE_MAX_MM * ppm))
     along = max(2, round(CROSSING_MM * ppm))
     away = max(2, round(STROKE_AWAY_MM * ppm))
+    crossed = np.zeros_like(lines)
+    # only around the vertical lines (a horizontal one is thinner than this is long): most
+    # crops have none, an amount's one or two
+    vertical = cv2.morphologyEx(lines.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3 * along, 1)))
+    pad = thick + away + 2
+    columns = np.flatnonzero(vertical.any(axis=0))
+    for band in np.split(columns, np.flatnonzero(np.diff(columns) > 2 * pad) + 1):
+        if len(band):
+            x0, x1 = max(0, band[0] - pad), band[-1] + pad + 1
+            crossed[:, x0:x1] = _crossed(ink[:, x0:x1], lines[:, x0:x1], thick, along, away)
+    return crossed
+
+
+def _crossed(ink: np.ndarray, lines: np.ndarray, thick: int, along: int, away: int) -> np.ndarray:
+    """:func:`_crossings` in a band of columns around vertical lines (sizes in px)."""
+    print_ = ink & ~lines
     sides = []
     for step in (1, -1):  # from the left, from the right
         stroke = print_.copy()  # print going on away from the line, not a line's ragged edge
@@ -447,7 +462,10 @@ def _crossings(ink: np.ndarray, lines: np.ndarray, ppm: float) -> np.ndarray:
         beside = stroke | _shifted(stroke, step)  # next to the line, or one px off
         reach = np.zeros_like(lines)
         for _ in range(thick):  # through the line's width, from that side
-            reach = lines & _shifted(beside | reach, step)
+            further = lines & _shifted(beside | reach, step)
+            if np.array_equal(further, reach):  # across every line already
+                break
+            reach = further
         sides.append(reach)
     both = (sides[0] & sides[1]).astype(np.uint8)
     joined = cv2.morphologyEx(both, cv2.MORPH_CLOSE, np.ones((3, 1), np.uint8))  # a px or two apart
