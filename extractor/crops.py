@@ -439,9 +439,11 @@ def _crossings(ink: np.ndarray, lines: np.ndarray, ppm: float) -> np.ndarray:
     along = max(2, round(CROSSING_MM * ppm))
     away = max(2, round(STROKE_AWAY_MM * ppm))
     crossed = np.zeros_like(lines)
-    # only around the vertical lines (a horizontal one is thinner than this is long): most
-    # crops have none, an amount's one or two
-    vertical = cv2.morphologyEx(lines.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3 * along, 1)))
+    # only in bands around the vertical lines (a horizontal one is thinner than this is long):
+    # a crop's cell sides, a few columns each
+    vertical = cv2.morphologyEx(
+        lines.astype(np.uint8), cv2.MORPH_OPEN, np.ones((3 * along, 1), np.uint8)
+    )
     pad = thick + away + 2
     columns = np.flatnonzero(vertical.any(axis=0))
     for band in np.split(columns, np.flatnonzero(np.diff(columns) > 2 * pad) + 1):

@@ -36,8 +36,8 @@ class Pins:
     """A 24-pin dot-matrix head printing the data dot by dot, as the printers that fill in
     paper VAT invoices do (impact, through a ribbon, onto the multi-part form).
 
-    ``along_dpi``: dots along the line (360 letter quality: overlapping dots; 180 draft:
-    dots apart); ``dot_mm``: a pin's dot across; ``ribbon``: the ink a dot leaves (1 a fresh
+    ``along_dpi``: dots along the line (360 letter quality; 180 draft, half as many);
+    ``dot_mm``: a pin's dot across; ``ribbon``: the ink a dot leaves (1 a fresh
     ribbon, 0.4-0.6 a worn one); ``broken_pin``: a pin (0-23) that no longer fires, a white
     line through every printed line at its height."""
 
