@@ -62,8 +62,8 @@ def test_fallback_never_reads_only_the_regions(never_run: Path) -> None:
         assert "fallback" not in _sources(page).values()
     assert _sources(pages[Path(CLEAN).name])["invoice_code"] == "qr"  # no --check-print
     heavy = pages[Path(HEAVY).name]
-    assert heavy["status"] == "needs_review"  # the flagged total stays flagged
-    assert not heavy["fields"]["total"]["valid"]
+    assert heavy["status"] == "needs_review"  # what is flagged stays flagged
+    assert not heavy["fields"]["seller_name"]["valid"]
 
 
 def test_ray_passes_the_fallback_to_its_actors(folder: Path, never_run: Path) -> None:

@@ -64,19 +64,15 @@ def test_cli_json(tmp_path: Path) -> None:
 
 
 def test_counts_right_values_that_are_flagged(tmp_path: Path) -> None:
-    """medium/0027's tax is misread by a cent: the sum fails and flags the right amount and
-    total read with it (``check_print``), two right values a person has to look at (the review
-    load). Taken from the QR code unread (the default), the amount is not flagged: what
-    disagrees with the code's value is what is wrong."""
-    src = FIXTURES / "medium/vat_invoice_0027.jpg"
+    """geometry/0049's total is misread ('¥757.02617': three decimals), and the sum cannot
+    check the amount and the tax read with it: two right values flagged, which a person has to
+    look at (the review load), beside the wrong one. (medium/0027 was the example until its
+    tax, whose last digit lies on the cell's rule on that black-and-white scan, read right.)"""
+    src = FIXTURES / "geometry/vat_invoice_0049.jpg"
     shutil.copy(src, tmp_path / "x.jpg")
     shutil.copy(src.with_suffix(".json"), tmp_path / "x.json")
-    report = evaluate(tmp_path, extractor=Extractor(fallback="never", check_print=True))
-    assert report.by_field["amount"].right_flagged == 1
-    assert report.by_field["total"].right_flagged == 1
-    assert report.by_field["tax"].wrong_flagged == 1
-    assert report.overall.right_flagged >= 2
     report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
-    assert report.by_field["amount"].exact == 1 and report.by_field["amount"].right_flagged == 0
-    assert report.by_field["total"].right_flagged == 1
-    assert report.by_field["tax"].wrong_flagged == 1
+    assert report.by_field["amount"].right_flagged == 1
+    assert report.by_field["tax"].right_flagged == 1
+    assert report.by_field["total"].wrong_flagged == 1
+    assert report.overall.right_flagged >= 2
