@@ -112,8 +112,7 @@ def _name_errors(value: str) -> list[str]:
     inside its legal form (…有限公: a line found short), nor in a few digits after its words (a
     tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three or more,
     are an amount's capitals (:data:`_CAPITAL_DIGITS`); nor one whose brackets do not pair (a
-    bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司); nor one that goes on
-    past its legal form with its own characters (:func:`_own_again`: a seal's text)."""
+    bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司)."""
     if odd := _not_text(value):
         return [f"{value!r} holds {odd!r}, no name's text (a PDF font's unmapped glyphs?)"]
     if not any(ch.isalpha() for ch in value):
@@ -139,11 +138,6 @@ def _name_errors(value: str) -> list[str]:
     cut = _CUT_LEGAL_FORM.search(value)
     if cut:
         return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
-    if again := _own_again(value):
-        return [
-            f"{value!r} goes on past its legal form with {again!r}, its own characters again "
-            "(a seal's text?)"
-        ]
     return []
 
 
@@ -177,7 +171,9 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
 
     * empty (or whitespace) raw: ``value=None``, errors ``["empty"]`` if required, else none;
     * raw that cannot be normalised: ``value`` is the stripped raw text, errors the reason;
-    * otherwise ``value`` is the normalised value and errors every validation failure.
+    * otherwise ``value`` is the normalised value and errors every validation failure; a name
+      read on past its legal form with its own characters again (:func:`_own_again`: a seal's
+      text), and faultless else, is given without them, in doubt.
 
     An unknown ``spec.normalizer`` is a template error and raises ``ValueError``.
     """
@@ -190,6 +186,9 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     except FieldValueError as exc:
         return FieldCheck(text, [str(exc)])
     errors = list(VALIDATORS[spec.kind](value))
+    if spec.kind is FieldKind.name and not errors and (seal := _own_again(value)):
+        value = value[: -len(seal)]
+        errors.append(f"read on with {seal!r}, its own characters again (a seal's text?): left out")
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
     return FieldCheck(value, errors)
