@@ -1011,11 +1011,13 @@ class Extractor:
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         # the characters whose doubt counts: not a leading ¥ or ⊗, nor a date's 年/月/日 and
-        # separators once the date reads as one (the value is its digits)
+        # separators once the date reads as one (the value is its digits), nor what was left
+        # out of the reading (a seal's print after a tax id)
         start = value_start(raw)
+        end = _kept_end(raw, checked.value) if checked.note else len(raw)
         telling = [
             i
-            for i in range(start, len(raw))
+            for i in range(start, end)
             if spec.kind is not FieldKind.date or checked.errors or raw[i].isdigit()
         ]
         if raw and confidence < self.min_confidence:
@@ -1041,7 +1043,19 @@ class Extractor:
             errors=errors,
             box=_bounds(quad) if quad is not None else None,
             source="roi",
+            note=checked.note,
         )
+
+
+def _kept_end(raw: str, value: str | None) -> int:
+    """The index in ``raw`` just past its first ``len(value)`` characters that are not spaces:
+    where a value cut from the reading's start ends in it."""
+    kept = len(value or "")
+    for i, ch in enumerate(raw):
+        kept -= not ch.isspace()
+        if kept == 0:
+            return i + 1
+    return len(raw)
 
 
 def _end_of_another(field: FieldResult, others: list[FieldResult]) -> bool:

@@ -352,3 +352,27 @@ def test_a_rule_that_holds_with_a_flagged_value_still_vouches() -> None:
         "amount": "not cross-checked: tax flagged",
         "total": "not cross-checked: tax flagged",
     }
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("914419004035343224914419004035343224", "914419004035343224"),  # the seal's, whole
+        ("9111010174465637983798", "911101017446563798"),  # its end
+        ("913401046917158567913401046917158557", "913401046917158567"),  # a character off
+        ("914419004035343224 13800138000", None),  # another line's number: not the seal's
+        ("91350102MA247JT099135010", None),  # the id's own last character lost: its check fails
+    ],
+)
+def test_a_seals_tax_id_read_after_the_printed_one_is_left_out(
+    vat: Template, raw: str, value: str | None
+) -> None:
+    """The seller's seal prints its tax id across its middle; on a black-and-white scan it is
+    read on after the printed id. An 18-character id that passes its check character, followed
+    by what shares four characters in a row with it, is the id (and the note says what was left
+    out); anything else stays the reading, flagged."""
+    check = check_value(vat.field("seller_tax_id"), raw)
+    if value is None:
+        assert check.errors and check.note is None
+    else:
+        assert (check.value, check.errors) == (value, []) and check.note

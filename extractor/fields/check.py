@@ -7,13 +7,14 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from difflib import SequenceMatcher
 from types import MappingProxyType
 
 from extractor.fields.charsets import plain_character
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
-from extractor.fields.taxid import tax_id_errors
+from extractor.fields.taxid import USCC_LENGTH, tax_id_errors, uscc_error
 from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template
 
 _MONEY = re.compile(r"-?[0-9]+\.[0-9]{2}")
@@ -30,6 +31,9 @@ class FieldCheck:
     when the raw text is empty."""
     errors: list[str]
     """Empty when the value is valid."""
+    note: str | None = None
+    """What was left out of the reading to give the value, when something was (a seal's
+    print read on after it)."""
 
     @property
     def ok(self) -> bool:
@@ -79,6 +83,23 @@ def _own_again(value: str) -> str | None:
         return None
     head = iter(value[: legal.end()])
     return tail if all(ch in head for ch in ideographs) else None
+
+
+SEAL_ID_RUN = 4
+"""Characters in a row that what follows an 18-character id must share with it to be the
+seal's print of the id (read in part, or a character off), not another line's."""
+
+
+def _seal_id_after(value: str) -> bool:
+    """Whether ``value`` is a unified social credit code that passes its check character, read
+    on with the seller's seal's print of it (the seal prints the id across its middle, and on a
+    black-and-white scan it is as black as the print: '914419004035343224914419004035343224',
+    '9111010174465637983798')."""
+    head, tail = value[:USCC_LENGTH], value[USCC_LENGTH:]
+    if not tail or uscc_error(head):
+        return False
+    common = SequenceMatcher(None, head, tail, autojunk=False).find_longest_match()
+    return common.size >= min(SEAL_ID_RUN, len(tail))
 
 
 _OPENING, _CLOSING = "（(", "）)"
@@ -189,6 +210,10 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     if spec.kind is FieldKind.name and not errors and (seal := _own_again(value)):
         value = value[: -len(seal)]
         errors.append(f"read on with {seal!r}, its own characters again (a seal's text?): left out")
+    if spec.kind is FieldKind.tax_id and errors and _seal_id_after(value):
+        return FieldCheck(
+            value[:USCC_LENGTH], [], "the seal's print of it, read on after it, left out"
+        )
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
     return FieldCheck(value, errors)

@@ -7,6 +7,7 @@ import re
 
 from extractor.fields.charsets import USCC_CHARSET
 
+USCC_LENGTH = 18
 USCC_WEIGHTS = (1, 3, 9, 27, 19, 26, 16, 17, 20, 29, 25, 13, 8, 24, 10, 30, 28)
 ORG_WEIGHTS = (3, 7, 9, 10, 5, 8, 4, 2)
 _OLD_ID = re.compile(r"[0-9A-Z]+")
@@ -36,8 +37,8 @@ def uscc_check_char(first17: str) -> str:
 
 def uscc_error(code: str) -> str | None:
     """What is wrong with ``code`` as a USCC, or ``None`` when it is valid."""
-    if len(code) != 18:
-        return f"a USCC is 18 characters, got {len(code)}"
+    if len(code) != USCC_LENGTH:
+        return f"a USCC is {USCC_LENGTH} characters, got {len(code)}"
     problem = _bad_chars(code)
     if problem:
         return problem
