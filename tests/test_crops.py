@@ -336,7 +336,7 @@ def test_print_across_a_rule_is_kept_where_it_crosses_on_a_black_and_white_scan(
     ("seed", "fields"),
     [
         (130, ("amount", "tax")),  # 128.00, 16.64: their last digits on the cells' right rules
-        (100, ("amount", "tax")),  # 74.48, 5.12
+        (100, ("amount", "tax", "seller_tax_id")),  # 74.48, 5.12; the id read on with the seal's
         (124, ("buyer_name", "seller_name")),  # printed over 名称's colon: 称 beside the name
     ],
 )
@@ -347,7 +347,7 @@ def test_print_over_the_forms_rules_and_labels_reads_on_a_black_and_white_scan(
     white (the form's rules and labels as black as the print): amounts whose last digits lie
     on a rule read whole (erased with it, 0 read as 3, 4 as 1, both passing the sum); a
     name printed over its label's colon reads without 称 (a piece of label the crop cut wider
-    still cuts is the label's)."""
+    still cuts is the label's); a tax id read on with the seal's print of it is the id."""
     import random
 
     from extractor.pipeline import Extractor
