@@ -1014,7 +1014,7 @@ class Extractor:
         # separators once the date reads as one (the value is its digits), nor what was left
         # out of the reading (a seal's print after a tax id)
         start = value_start(raw)
-        end = _kept_end(raw, checked.value) if checked.note else len(raw)
+        end = _kept_end(raw, checked.left_out)
         telling = [
             i
             for i in range(start, end)
@@ -1047,15 +1047,14 @@ class Extractor:
         )
 
 
-def _kept_end(raw: str, value: str | None) -> int:
-    """The index in ``raw`` just past its first ``len(value)`` characters that are not spaces:
-    where a value cut from the reading's start ends in it."""
-    kept = len(value or "")
-    for i, ch in enumerate(raw):
-        kept -= not ch.isspace()
-        if kept == 0:
-            return i + 1
-    return len(raw)
+def _kept_end(raw: str, left_out: int) -> int:
+    """The index in ``raw`` where the ``left_out`` characters (spaces aside) that end it start:
+    where the value the check kept of the reading ends."""
+    end = len(raw)
+    while left_out > 0 and end > 0:
+        end -= 1
+        left_out -= not raw[end].isspace()
+    return end
 
 
 def _end_of_another(field: FieldResult, others: list[FieldResult]) -> bool:

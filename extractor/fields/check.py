@@ -34,6 +34,8 @@ class FieldCheck:
     note: str | None = None
     """What was left out of the reading to give the value, when something was (a seal's
     print read on after it)."""
+    left_out: int = 0
+    """How many characters (spaces aside) were left out at the end of the reading."""
 
     @property
     def ok(self) -> bool:
@@ -207,16 +209,16 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     except FieldValueError as exc:
         return FieldCheck(text, [str(exc)])
     errors = list(VALIDATORS[spec.kind](value))
+    left_out = 0
     if spec.kind is FieldKind.name and not errors and (seal := _own_again(value)):
-        value = value[: -len(seal)]
+        value, left_out = value[: -len(seal)], len(seal)
         errors.append(f"read on with {seal!r}, its own characters again (a seal's text?): left out")
     if spec.kind is FieldKind.tax_id and errors and _seal_id_after(value):
-        return FieldCheck(
-            value[:USCC_LENGTH], [], "the seal's print of it, read on after it, left out"
-        )
+        note = "the seal's print of it, read on after it, left out"
+        return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
-    return FieldCheck(value, errors)
+    return FieldCheck(value, errors, left_out=left_out)
 
 
 def _without_label_tail(text: str, label: str | None) -> str:
