@@ -253,8 +253,9 @@ def lines_in_box(
     moved ``down`` mm where the page's print lies): the row nearest the box's middle, left to
     right, its confidently read pieces only (a seal's text is read with little confidence),
     any printed label in front of the value stripped. Where the pieces together fail the
-    field's checks and one alone passes, that one (the seller's seal repeats the tax id: on a
-    page folded by 5% its line, beside the id's, was read as surely)."""
+    field's checks, or pass only by a part left out, and one alone passes, that one (the
+    seller's seal repeats the tax id: on a page folded by 5% its line, beside the id's, was
+    read as surely)."""
     ppm = template.px_per_mm
     box = spec.box
     reach = [tuple(v * ppm for v in _box_reach(spec, template, down))]
@@ -273,7 +274,8 @@ def lines_in_box(
     sure = [item for item in found if item[2].score >= MIN_LINE_SCORE]
     found = sorted(sure or found, key=lambda item: item[0])
     text = "".join(_strip_label(line.text, spec.label) for _, _, line in found)
-    if len(found) > 1 and check_value(spec, text).errors:
+    joined = check_value(spec, text)
+    if len(found) > 1 and (joined.errors or joined.note):  # fail, or pass by a part left out
         alone = [
             item
             for item in found
