@@ -376,3 +376,25 @@ def test_a_seals_tax_id_read_after_the_printed_one_is_left_out(
         assert check.errors and check.note is None
     else:
         assert (check.value, check.errors) == (value, []) and check.note
+
+
+@pytest.mark.parametrize(
+    ("raw", "value"),
+    [
+        ("济南锦业睿凱智能装备有限公司", "济南锦业睿凯智能装备有限公司"),
+        ("順祥科技有限公司上海分公司", "顺祥科技有限公司上海分公司"),
+        ("青岛博祥乾贸易有限公司", None),  # 乾 is a simplified character of names too
+        ("北京阳凯环保科技有限公司", None),
+    ],
+)
+def test_a_name_read_with_traditional_forms_is_given_in_simplified_in_doubt(
+    vat: Template, raw: str, value: str | None
+) -> None:
+    """A mainland company is registered in simplified characters; the recogniser knows both and
+    answers 凱 for a blurred 凯 (bold dot-matrix print), sure of itself."""
+    check = check_value(vat.field("seller_name"), raw)
+    if value is None:
+        assert (check.value, check.errors) == (raw, [])
+    else:
+        assert check.value == value and len(check.errors) == 1
+        assert "traditional" in check.errors[0]

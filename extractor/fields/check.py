@@ -8,7 +8,10 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from difflib import SequenceMatcher
+from functools import cache
 from types import MappingProxyType
+
+import opencc
 
 from extractor.fields.charsets import plain_character
 from extractor.fields.errors import FieldValueError
@@ -85,6 +88,28 @@ def _own_again(value: str) -> str | None:
         return None
     head = iter(value[: legal.end()])
     return tail if all(ch in head for ch in ideographs) else None
+
+
+@cache
+def _converters() -> tuple[opencc.OpenCC, opencc.OpenCC]:
+    """OpenCC's traditional-to-simplified and simplified-to-traditional converters."""
+    return opencc.OpenCC("t2s"), opencc.OpenCC("s2t")
+
+
+def _traditional(value: str) -> dict[str, str]:
+    """The characters of ``value`` that are traditional forms only, each with its simplified
+    one: those that convert to a simplified character which converts back to them (凱 -> 凯 ->
+    凱; not 乾, a simplified character of names too, which OpenCC converts to 干, and 干 back to
+    幹). A mainland company is registered in simplified characters; a recogniser that knows
+    both answers 凱 for a blurred 凯, sure of itself."""
+    to_simplified, to_traditional = _converters()
+    out = {}
+    for ch in dict.fromkeys(value):
+        if "\u4e00" <= ch <= "\u9fff":
+            simple = to_simplified.convert(ch)
+            if simple != ch and len(simple) == 1 and to_traditional.convert(simple) == ch:
+                out[ch] = simple
+    return out
 
 
 SEAL_ID_RUN = 4
@@ -213,6 +238,10 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     if spec.kind is FieldKind.name and not errors and (seal := _own_again(value)):
         value, left_out = value[: -len(seal)], len(seal)
         errors.append(f"read on with {seal!r}, its own characters again (a seal's text?): left out")
+    if spec.kind is FieldKind.name and not errors and (forms := _traditional(value)):
+        value = "".join(forms.get(ch, ch) for ch in value)
+        read = ", ".join(f"{t} for {s}" for t, s in forms.items())
+        errors.append(f"read with traditional forms ({read}): given in simplified, to be looked at")
     if spec.kind is FieldKind.tax_id and errors and _seal_id_after(value):
         note = "the seal's print of it, read on after it, left out"
         return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
