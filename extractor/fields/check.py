@@ -221,7 +221,9 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     * raw that cannot be normalised: ``value`` is the stripped raw text, errors the reason;
     * otherwise ``value`` is the normalised value and errors every validation failure; a name
       read on past its legal form with its own characters again (:func:`_own_again`: a seal's
-      text), and faultless else, is given without them, in doubt.
+      text), and faultless else, is given without them, in doubt; one read with traditional-only
+      forms (:func:`_traditional`) in simplified, in doubt; a tax id read on with its seal's
+      print (:func:`_seal_id_after`) is the id, with a note.
 
     An unknown ``spec.normalizer`` is a template error and raises ``ValueError``.
     """
