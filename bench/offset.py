@@ -29,6 +29,7 @@ import numpy as np
 from extractor.evaluate import Tally
 from extractor.pipeline import Extractor
 from extractor.synth.content import make_invoice
+from extractor.synth.degrade import black_and_white, scanner_grey
 from extractor.synth.render import Pins, render_invoice
 
 FIRST_SEED = 100  # make_invoice's seeds; the fixtures' invoices come from 2026xxxx
@@ -38,14 +39,13 @@ PINS = {"lq": Pins(), "draft": Pins(along_dpi=180), "worn": Pins(ribbon=0.6)}
 
 def scanned(image: np.ndarray, scan: str) -> bytes:
     """The printed page as ``scan`` gives it: as printed (PNG), grey (JPEG 80) or black and
-    white (a local threshold over ~5 mm, as a scanner's text mode; PNG)."""
+    white (:func:`~extractor.synth.degrade.black_and_white`; PNG)."""
     if scan == "colour":
         return cv2.imencode(".png", image)[1].tobytes()
-    grey = cv2.GaussianBlur(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), (0, 0), 0.5)
     if scan == "grey":
+        grey = scanner_grey(image)
         return cv2.imencode(".jpg", grey, [cv2.IMWRITE_JPEG_QUALITY, 80])[1].tobytes()
-    bw = cv2.adaptiveThreshold(grey, 255, cv2.ADAPTIVE_THRESH_GAUSSIAN_C, cv2.THRESH_BINARY, 41, 12)
-    return cv2.imencode(".png", bw)[1].tobytes()
+    return cv2.imencode(".png", black_and_white(image))[1].tobytes()
 
 
 def main() -> None:

@@ -274,8 +274,8 @@ def lines_in_box(
     sure = [item for item in found if item[2].score >= MIN_LINE_SCORE]
     found = sorted(sure or found, key=lambda item: item[0])
     text = "".join(_strip_label(line.text, spec.label) for _, _, line in found)
-    joined = check_value(spec, text)
-    if len(found) > 1 and (joined.errors or joined.note):  # fail, or pass by a part left out
+    joined = check_value(spec, text) if len(found) > 1 else None
+    if joined is not None and (joined.errors or joined.note):  # fail, or pass by a part left out
         alone = [
             item
             for item in found

@@ -51,6 +51,7 @@ from extractor.fields import (
     check_rules,
     check_value,
     holding_rules,
+    ideograph,
     implied_values,
     is_valid_uscc,
     resolve_allowlist,
@@ -1107,7 +1108,7 @@ def _doubt_a_lost_end(field: FieldResult, own: str) -> None:
     if last.b + last.size < len(value) - 1:  # the name's end is not in the box's reading
         return
     rest = own[last.a + last.size :]
-    if sum("\u4e00" <= ch <= "\u9fff" for ch in rest) >= 2:
+    if sum(ideograph(ch) for ch in rest) >= 2:
         field.errors.append(f"{_EARLY_END} before {rest!r}, read after it in its box")
         field.valid = False
 

@@ -352,17 +352,14 @@ def test_print_over_the_forms_rules_and_labels_reads_on_a_black_and_white_scan(
 
     from extractor.pipeline import Extractor
     from extractor.synth.content import make_invoice
+    from extractor.synth.degrade import black_and_white
     from extractor.synth.render import Pins, render_invoice
 
     invoice = make_invoice(random.Random(seed))
     printed = render_invoice(
         invoice, 200, random.Random(f"render:{seed}"), offset_mm=(5.0, 1.5), pins=Pins()
     )
-    grey = cv2.GaussianBlur(cv2.cvtColor(printed.image, cv2.COLOR_BGR2GRAY), (0, 0), 0.5)
-    scan = cv2.adaptiveThreshold(
-        grey, 255, cv2.ADAPTIVE_THRESH_GAUSSIAN_C, cv2.THRESH_BINARY, 41, 12
-    )
-    png = cv2.imencode(".png", scan)[1].tobytes()
+    png = cv2.imencode(".png", black_and_white(printed.image))[1].tobytes()
     (page,) = Extractor(fallback="never").extract(png, "vat_invoice").pages
     truth = invoice.fields()
     assert {name: (page.fields[name].value, page.fields[name].valid) for name in fields} == {

@@ -4,6 +4,7 @@ from extractor.fields.charsets import (
     LEADING_MARKS,
     NAMED_CHARSETS,
     USCC_CHARSET,
+    ideograph,
     resolve_allowlist,
     value_start,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "check_value",
     "get_normalizer",
     "holding_rules",
+    "ideograph",
     "implied_values",
     "is_valid_uscc",
     "normalize_amount",

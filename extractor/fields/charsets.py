@@ -22,6 +22,11 @@ LEADING_MARKS = "¥￥⊗"
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""
 
 
+def ideograph(ch: str) -> bool:
+    """Whether ``ch`` is a CJK unified ideograph (U+4E00-9FFF): what names are written in."""
+    return "\u4e00" <= ch <= "\u9fff"
+
+
 def plain_character(ch: str) -> bool:
     """Whether ``ch`` is what names and the form's words are written with: ASCII, punctuation
     and spaces, and letters and digits that are Latin, full-width forms or CJK unified
@@ -31,9 +36,7 @@ def plain_character(ch: str) -> bool:
     code, category = ord(ch), unicodedata.category(ch)
     if 0x20 <= code < 0x7F or category[0] == "P" or category == "Zs":
         return True
-    return category[0] in "LN" and (
-        code < 0x250 or 0x4E00 <= code <= 0x9FFF or 0xFF00 <= code <= 0xFFEF
-    )
+    return category[0] in "LN" and (code < 0x250 or ideograph(ch) or 0xFF00 <= code <= 0xFFEF)
 
 
 def value_start(text: str) -> int:

@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 import opencc
 
-from extractor.fields.charsets import plain_character
+from extractor.fields.charsets import ideograph, plain_character
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
@@ -83,7 +83,7 @@ def _own_again(value: str) -> str | None:
     if legal is None:
         return None
     tail = value[legal.end() :]
-    ideographs = [ch for ch in tail if "\u4e00" <= ch <= "\u9fff"]
+    ideographs = [ch for ch in tail if ideograph(ch)]
     if not ideographs or _BRANCH.search(tail):
         return None
     head = iter(value[: legal.end()])
@@ -105,7 +105,7 @@ def _traditional(value: str) -> dict[str, str]:
     to_simplified, to_traditional = _converters()
     out = {}
     for ch in dict.fromkeys(value):
-        if "\u4e00" <= ch <= "\u9fff":
+        if ideograph(ch):
             simple = to_simplified.convert(ch)
             if simple != ch and len(simple) == 1 and to_traditional.convert(simple) == ch:
                 out[ch] = simple

@@ -159,6 +159,21 @@ def fold_corner(image: np.ndarray, corner: str, leg_px: float, lid: int = 235) -
     return out
 
 
+def scanner_grey(image: np.ndarray) -> np.ndarray:
+    """``image`` (BGR) as a scanner's grey mode gives it: grey, softened by half a pixel."""
+    return cv2.GaussianBlur(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), (0, 0), 0.5)
+
+
+def black_and_white(image: np.ndarray) -> np.ndarray:
+    """``image`` (BGR) as a scanner's black-and-white (text) mode gives it: its
+    :func:`scanner_grey` thresholded against the mean of 41 px around (~5 mm at 200 dpi), 12
+    grey levels below it. The form's rules and labels and a red seal come out as black as the
+    print."""
+    return cv2.adaptiveThreshold(
+        scanner_grey(image), 255, cv2.ADAPTIVE_THRESH_GAUSSIAN_C, cv2.THRESH_BINARY, 41, 12
+    )
+
+
 # -- backgrounds -------------------------------------------------------------------------------
 
 
