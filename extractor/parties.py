@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from extractor.errors import RoiError
-from extractor.fields import FieldValueError, normalize_tax_id, normalize_text, tax_id_errors
+from extractor.fields import FieldValueError, normalize_name, normalize_tax_id, tax_id_errors
 from extractor.templates import TemplateStore
 
 TAX_ID_COLUMNS = ("tax_id", "纳税人识别号", "税号")
@@ -129,7 +129,7 @@ def _rows(reader: csv.DictReader[str], path: Path) -> dict[str, str]:
         if not raw_id.strip() and not raw_name.strip():
             continue
         try:
-            tax_id, name = normalize_tax_id(raw_id), normalize_text(raw_name)
+            tax_id, name = normalize_tax_id(raw_id), normalize_name(raw_name)
         except FieldValueError:
             raise PartiesError(f"{where}: a row needs both a tax id and a name") from None
         errors = tax_id_errors(tax_id)

@@ -46,6 +46,7 @@ from extractor.fallback import (
     unflattened,
 )
 from extractor.fields import (
+    BRACKETS,
     LEADING_MARKS,
     amount_to_words,
     check_rules,
@@ -1012,14 +1013,18 @@ class Extractor:
         checked = check_value(spec, raw)
         errors = list(checked.errors)
         # the characters whose doubt counts: not a leading ¥ or ⊗, nor a date's 年/月/日 and
-        # separators once the date reads as one (the value is its digits), nor what was left
-        # out of the reading (a seal's print after a tax id)
+        # separators once the date reads as one (the value is its digits), nor a name's
+        # brackets once they pair (a full-width one or a half-width: the recogniser splits its
+        # belief between two classes print does not tell apart, and the name writes its own),
+        # nor what was left out of the reading (a seal's print after a tax id)
         start = value_start(raw)
         end = _kept_end(raw, checked.left_out)
+        moot = {
+            FieldKind.date: lambda ch: not ch.isdigit(),
+            FieldKind.name: lambda ch: ch in BRACKETS,
+        }.get(spec.kind)
         telling = [
-            i
-            for i in range(start, end)
-            if spec.kind is not FieldKind.date or checked.errors or raw[i].isdigit()
+            i for i in range(start, end) if moot is None or checked.errors or not moot(raw[i])
         ]
         if raw and confidence < self.min_confidence:
             errors.append(f"{_LOW_CONFIDENCE} {confidence:.2f}")

@@ -240,7 +240,7 @@ def test_sum_rule_with_three_terms() -> None:
         ("达航丰工汽车销售服务福州）有限公司", False),  # its opening bracket lost under a mark
         ("达航丰工汽车销售服务（福州有限公司", False),
         ("达航丰工汽车销售服务）福州（有限公司", False),
-        ("达航丰工汽车销售服务(福州）有限公司", True),  # half and full width pair
+        ("达航丰工汽车销售服务（福州）有限公司", True),
         ("中国（上海）自由贸易试验区（临港）管理有限公司", True),
         ("大连市沙河口区第一中学210", False),  # the tax id below run into a bent page's crop
         ("大连市沙河口区第一中学210204MA", False),
@@ -259,6 +259,11 @@ def test_sum_rule_with_three_terms() -> None:
 def test_a_name_is_not_an_identifier(vat: Template, raw: str, ok: bool) -> None:
     check = check_value(vat.field("buyer_name"), raw)
     assert check.ok is ok and check.value == raw
+
+
+def test_a_name_read_with_brackets_of_either_width_is_given_as_registered(vat: Template) -> None:
+    check = check_value(vat.field("buyer_name"), "达航丰工汽车销售服务(福州）有限公司")
+    assert check.ok and check.value == "达航丰工汽车销售服务（福州）有限公司"
 
 
 @pytest.mark.parametrize(

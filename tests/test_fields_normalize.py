@@ -7,6 +7,7 @@ from extractor.fields import (
     normalize_amount,
     normalize_date,
     normalize_digits,
+    normalize_name,
     normalize_tax_id,
     normalize_text,
 )
@@ -152,6 +153,23 @@ def test_text_keeps_full_width_brackets_and_collapses_spaces() -> None:
 
 
 @pytest.mark.parametrize(
+    ("raw", "name"),
+    [
+        ("深圳市云腾电子商务服务中心(有限合伙)", "深圳市云腾电子商务服务中心（有限合伙）"),
+        ("利力安鑫服务中心（有限合伙)", "利力安鑫服务中心（有限合伙）"),
+        ("苹果电子产品商贸(北京)有限公司", "苹果电子产品商贸（北京）有限公司"),
+        ("ABB(China)有限公司", "ABB(China)有限公司"),  # Latin words: half-width
+        ("ABB（China）有限公司", "ABB(China)有限公司"),
+        ("汇丰银行（中国(上海)）分行", "汇丰银行（中国（上海））分行"),
+        ("某某商贸有限公司(", "某某商贸有限公司（"),  # unpaired: by its neighbour
+        (" 北京 (ABC) 科技 ", "北京 (ABC) 科技"),
+    ],
+)
+def test_name_writes_brackets_as_a_registered_name_does(raw: str, name: str) -> None:
+    assert normalize_name(raw) == name
+
+
+@pytest.mark.parametrize(
     ("kind", "name"),
     [
         (FieldKind.code, "normalize_digits"),
@@ -160,6 +178,7 @@ def test_text_keeps_full_width_brackets_and_collapses_spaces() -> None:
         (FieldKind.date, "normalize_date"),
         (FieldKind.tax_id, "normalize_tax_id"),
         (FieldKind.text, "normalize_text"),
+        (FieldKind.name, "normalize_name"),
     ],
 )
 def test_kind_defaults(kind: FieldKind, name: str) -> None:

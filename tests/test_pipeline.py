@@ -1,7 +1,9 @@
 """The real pipeline (PP-OCRv6 rec on ONNX Runtime) on committed fixture scans."""
 
 import json
+import random
 import re
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,9 @@ from extractor.pipeline import (
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
+from extractor.synth.content import party
+from extractor.synth.generate import make_document
+from extractor.synth.names import REGIONS
 from extractor.templates import FieldKind, TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -1385,3 +1390,30 @@ def test_invoices_photographed_together_are_each_read(extractor: Extractor) -> N
             assert got == truth(scan)["pages"][0]["fields"]
     (alone,) = extractor.extract(first, "vat_invoice").pages  # one form: one result
     assert alone.form == 1 and alone.status == "ok"
+
+
+@pytest.mark.parametrize(
+    ("seed", "names"),
+    [
+        (20271004, ("呼和浩特市新城区利力安鑫人力资源服务中心（有限合伙）", None)),
+        (20271003, (None, "重庆市渝中区云腾宇电子商务服务中心（有限合伙）")),
+        (20271006, ("宁波市海曙区中航欣机械设备服务中心（有限合伙）", None)),
+    ],
+)
+def test_a_name_in_brackets_is_read_with_the_brackets_it_is_registered_with(
+    extractor: Extractor, seed: int, names: tuple[str | None, str | None]
+) -> None:
+    """A partnership's name ends in （有限合伙）: the recogniser answers a half-width bracket for
+    the full-width one as often as not, and is unsure which (both print alike); the name is
+    given as registered, and passes."""
+    rng = random.Random(f"brackets:{seed}")
+    buyer, seller = (
+        replace(p, name=name) if name else p
+        for p, name in zip((party(rng, REGIONS[0]), party(rng, REGIONS[1])), names, strict=True)
+    )
+    doc = make_document(seed, "clean", parties=(buyer, seller))
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    for role, name in zip(("buyer", "seller"), names, strict=True):
+        if name:
+            field = page.fields[f"{role}_name"]
+            assert (field.value, field.valid, field.source) == (name, True, "roi"), field.errors

@@ -1,6 +1,7 @@
 """Field values: allowlists for recognition, normalisers, validators and cross-field rules."""
 
 from extractor.fields.charsets import (
+    BRACKETS,
     LEADING_MARKS,
     NAMED_CHARSETS,
     USCC_CHARSET,
@@ -25,6 +26,7 @@ from extractor.fields.normalize import (
     normalize_amount_words,
     normalize_date,
     normalize_digits,
+    normalize_name,
     normalize_tax_id,
     normalize_text,
 )
@@ -32,6 +34,7 @@ from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char
 from extractor.fields.words import amount_to_words, parse_amount_words
 
 __all__ = [
+    "BRACKETS",
     "LEADING_MARKS",
     "NAMED_CHARSETS",
     "NORMALIZERS",
@@ -50,6 +53,7 @@ __all__ = [
     "normalize_amount_words",
     "normalize_date",
     "normalize_digits",
+    "normalize_name",
     "normalize_tax_id",
     "normalize_text",
     "parse_amount_words",

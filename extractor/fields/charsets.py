@@ -17,6 +17,9 @@ USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
 
 AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负"
 
+BRACKETS = "()（）"
+"""Round brackets, half-width and full-width: print does not tell the two widths apart."""
+
 LEADING_MARKS = "¥￥⊗"
 """Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
 
+from extractor.fields.charsets import ideograph
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.words import parse_amount_words
@@ -147,6 +148,37 @@ def normalize_text(raw: str) -> str:
     return text
 
 
+_FULL_WIDTH = str.maketrans("()", "\uff08\uff09")
+_HALF_WIDTH = str.maketrans("\uff08\uff09", "()")
+
+
+def normalize_name(raw: str) -> str:
+    """A party's name: :func:`normalize_text`, and each pair of brackets written as a name
+    registered in China writes it: half-width around Latin words (ABB(China)), full-width
+    around any other (…（北京）有限公司, …（有限合伙）). Print does not tell a full-width
+    bracket from a half-width one, and the recogniser answers either, at the end of a name most
+    often; a bracket no other pairs with goes by its neighbours."""
+    text = normalize_text(raw)
+    chars = list(text)
+    opened: list[int] = []
+    paired: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch in "(\uff08":
+            opened.append(i)
+        elif ch in ")\uff09" and opened:
+            start = opened.pop()
+            words = text[start + 1 : i]
+            latin = any(c.isascii() and c.isalpha() for c in words)
+            width = _HALF_WIDTH if latin and not any(map(ideograph, words)) else _FULL_WIDTH
+            chars[start] = chars[start].translate(width)
+            chars[i] = chars[i].translate(width)
+            paired |= {start, i}
+    for i, ch in enumerate(text):  # unpaired: full-width beside an ideograph
+        if i not in paired and ch in "()" and any(map(ideograph, text[max(0, i - 1) : i + 2])):
+            chars[i] = ch.translate(_FULL_WIDTH)
+    return "".join(chars)
+
+
 def normalize_amount_words(raw: str) -> str:
     """Amount in Chinese capitals -> ``"1234.56"`` (see :mod:`extractor.fields.words`)."""
     return parse_amount_words(raw)
@@ -161,6 +193,7 @@ NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
         "digits": normalize_digits,
         "tax_id": normalize_tax_id,
         "text": normalize_text,
+        "name": normalize_name,
         "amount_words": normalize_amount_words,
     }
 )
@@ -168,7 +201,7 @@ NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
 DEFAULT_NORMALIZER: Mapping[FieldKind, str] = MappingProxyType(
     {
         FieldKind.text: "text",
-        FieldKind.name: "text",
+        FieldKind.name: "name",
         FieldKind.code: "digits",
         FieldKind.amount: "amount",
         FieldKind.amount_words: "amount_words",
