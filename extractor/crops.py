@@ -544,9 +544,15 @@ def _best_band(
     rows = ink[:, max(0, int(x0)) : max(1, int(x1))].sum(axis=1) / 255.0
     if not rows.any():
         return None
+    # the bar is set by the ink a line's rows hold, not a rule's row or two: a rule's remnant
+    # across a crop holds more in a row than a short name (张伟) in any of its rows, and left
+    # them under the bar; what every row of a few in a row holds tells the two apart
+    few = max(3, round(0.5 * MIN_LINE_MM * ppm))
+    steady = cv2.erode(rows.astype(np.float32)[:, None], np.ones((few, 1), np.uint8)).max()
+    peak = min(rows.max(), 3 * float(steady))
     bands = [
         (a, b)
-        for a, b in _runs(rows, max(1.0, 0.06 * rows.max()), bridge=max(1, round(0.3 * ppm)))
+        for a, b in _runs(rows, max(1.0, 0.06 * peak), bridge=max(1, round(0.3 * ppm)))
         if b - a >= MIN_LINE_MM * ppm
     ]
 

@@ -241,6 +241,17 @@ def test_a_rules_remnant_at_a_lines_end_is_not_part_of_the_line() -> None:
         assert rect is not None and (rect[0], rect[2] > line[2]) == (line[0], kept), extra
 
 
+def test_a_short_line_is_found_under_a_rules_remnant_that_holds_more_ink_in_a_row() -> None:
+    """Two characters (a person's name, 张伟) under the remnant of a rule across the crop, a
+    row or two thick: the remnant's row holds more ink than the name's whole width, and the bar
+    for a line's rows, set by it, left the name's rows under it (no line found)."""
+    ink = np.zeros((80, 756), np.uint8)
+    ink[16, ::3] = ink[17, 1::3] = ink[21, ::2] = 255  # the rule's pieces
+    for x in (40, 80):  # two characters, 30 px wide, rows 28-52, a stroke every 3rd column
+        ink[28:52, x : x + 30 : 3] = 255
+    assert tighten(ink, (20, 20, 716, 40), PPM) == (28, 16, 92, 48)  # the name, padded
+
+
 def test_a_name_printed_across_its_rule_reads_without_the_rules_end() -> None:
     """medium/0031's buyer's name is printed 1.7 mm high, across the form's rule; re-saved as a
     JPEG of quality 80 the rule past the name's end was left in the crop and read as a trailing
