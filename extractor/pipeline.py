@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -55,6 +55,7 @@ from extractor.fields import (
     ideograph,
     implied_values,
     is_valid_uscc,
+    person_name,
     resolve_allowlist,
     rule_fields,
     unconfirmed,
@@ -154,6 +155,8 @@ small, and blur takes it first; a reading under this neither confirms nor change
 Fixture geometry/0053's blurred 50837780 read 50037780, its weakest digit at 0.62; the second
 prints that recovered a code cut at the photo's edge (fresh geometry pages 20269508, 20269522)
 read every digit at 0.97 or more."""
+BLANK_SHARE = 0.25
+"""A box whose ink is narrower than this share of it holds no value (:func:`_blank`)."""
 _LOW_CONFIDENCE = "low recognition confidence"  # a reading's
 _UNCERTAIN_CHARACTER = "uncertain character"  # one character's
 _READ_AGAIN = "read again as"  # a second reading that differs
@@ -702,6 +705,7 @@ class Extractor:
             fields = {name: found[name] for name in order if name in found}
             _check_second_prints(prepared.template, found, fields)
             _doubt_cut_off(prepared.template, prepared.cut_off, fields)
+            _no_tax_id_for_a_person(prepared.template, fields, _blank(prepared))
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -784,6 +788,7 @@ class Extractor:
             if field.valid:
                 used.update(id(w) for w in inside)
         self._text_beside_labels(words, to_page, template, fields, used, labels)
+        _no_tax_id_for_a_person(template, fields, {n for n, f in fields.items() if not f.raw})
         if not all(fields[f.name].valid for f in template.fields if f.required):
             return None
         if alignment is None:
@@ -1788,6 +1793,37 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
             _confirm(name, f"confirmed by {source}")
         elif name.valid:
             _flag(tax_id, f"{source} gives {name.value!r} the tax id {owner}")
+
+
+def _blank(prepared: PreparedPage) -> set[str]:
+    """The fields whose box holds no print: no ink in it, or ink narrower than a quarter of the
+    box (a speck, a stray mark: read as 1 or P, it is no value of a field that fills its box)."""
+    ppm = prepared.template.px_per_mm
+    return {
+        crop.spec.name
+        for crop in prepared.crops
+        if not crop.has_ink or crop.image.shape[1] < BLANK_SHARE * crop.spec.box.w * ppm
+    }
+
+
+def _no_tax_id_for_a_person(
+    template: Template, fields: dict[str, FieldResult], blank: Collection[str]
+) -> None:
+    """A party that may be a person (:attr:`PartyFields.may_be_a_person`: a 普通发票's buyer)
+    whose name reads as a person's (张伟, 个人) has no tax id: its tax id's box, blank (in
+    ``blank``: :func:`_blank`; no text in the text layer's), is absent, not missing, and no
+    fallback is sent to look for it. A box whose print was read as nothing is still missing."""
+    for party in template.parties:
+        name, tax_id = fields.get(party.name), fields.get(party.tax_id)
+        if not (party.may_be_a_person and name and tax_id and party.tax_id in blank):
+            continue
+        cut = any(e.startswith((_OFF_IMAGE, _AT_EDGE)) for e in name.errors + tax_id.errors)
+        if cut or tax_id.valid or not _passes(name) or not person_name(name.value or ""):
+            continue
+        note = f"none printed: {name.value} is a person, who has no tax id"
+        if tax_id.raw:
+            note += f" (a speck read {tax_id.raw!r} left out)"
+        tax_id.value, tax_id.errors, tax_id.valid, tax_id.note = None, [], True, note
 
 
 def _flag(field: FieldResult, why: str) -> None:

@@ -140,6 +140,10 @@ class PartyFields(_Strict):
 
     name: str
     tax_id: str
+    may_be_a_person: bool = False
+    """The party may be a person (a 普通发票's buyer), who has no tax id: where its name is a
+    person's (:func:`extractor.fields.persons.person_name`) and the tax id's box is blank, the
+    tax id is absent, not missing."""
 
 
 class QRCode(_Strict):

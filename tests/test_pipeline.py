@@ -26,7 +26,8 @@ from extractor.pipeline import (
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
-from extractor.synth.content import party
+from extractor.synth.content import Party, party
+from extractor.synth.digital import digital_pdf
 from extractor.synth.generate import make_document
 from extractor.synth.names import REGIONS
 from extractor.templates import FieldKind, TemplateStore
@@ -1417,3 +1418,52 @@ def test_a_name_in_brackets_is_read_with_the_brackets_it_is_registered_with(
         if name:
             field = page.fields[f"{role}_name"]
             assert (field.value, field.valid, field.source) == (name, True, "roi"), field.errors
+
+
+def _to_a_person(seed: int, name: str | None) -> tuple[Party, Party]:
+    """A 普通发票's buyer and seller: the buyer named ``name`` (None: a company), with no tax
+    id, address or bank account printed."""
+    rng = random.Random(seed)
+    seller, buyer = party(rng, REGIONS[2]), party(rng, REGIONS[0])
+    return replace(
+        buyer, name=name or buyer.name, tax_id="", address_phone="", bank_account=""
+    ), seller
+
+
+@pytest.mark.parametrize(
+    ("seed", "level", "name", "speck"),
+    [
+        (20272100, "clean", "赵磊", False),
+        (20272104, "light", "黄丽", False),
+        (20272108, "medium", "张伟", True),  # a speck in the blank box read '1'
+        # a short name under a rule's remnant, which holds more ink in a row than the name
+        (20272001, "medium", "刘洋", False),  # a fax: the rule broken into dashes
+        (20272003, "medium", "王秀英", False),  # faint print, the rule darker
+    ],
+)
+def test_an_invoice_to_a_person_has_no_buyer_tax_id(
+    extractor: Extractor, seed: int, level: str, name: str, speck: bool
+) -> None:
+    doc = make_document(seed, level, parties=_to_a_person(seed, name))
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    tax_id = page.fields["buyer_tax_id"]
+    assert (tax_id.value, tax_id.valid, tax_id.source) == (None, True, "roi")
+    assert tax_id.note is not None and name in tax_id.note and ("speck" in tax_id.note) is speck
+    assert page.fields["buyer_name"].value == name
+    assert page.status == "ok"
+
+
+def test_a_company_buyer_without_its_tax_id_is_flagged(extractor: Extractor) -> None:
+    doc = make_document(20272100, "clean", parties=_to_a_person(20272100, None))
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    assert page.fields["buyer_name"].valid
+    assert not page.fields["buyer_tax_id"].valid and page.status == "needs_review"
+
+
+def test_a_digital_invoice_to_a_person_is_read_from_its_text_layer(extractor: Extractor) -> None:
+    data, (truth,) = digital_pdf([20272100], buyer=Party("个人（张伟）", "", "", ""))
+    (page,) = extractor.extract(data, "vat_invoice_digital").pages
+    assert (page.registration, page.status) == ("text_layer", "ok")
+    assert page.fields["buyer_name"].value == "个人（张伟）"
+    assert page.fields["buyer_tax_id"].value is None
+    assert all(page.fields[k].value == v for k, v in truth["fields"].items() if v)

@@ -30,6 +30,7 @@ from extractor.fields.normalize import (
     normalize_tax_id,
     normalize_text,
 )
+from extractor.fields.persons import person_name
 from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
 from extractor.fields.words import amount_to_words, parse_amount_words
 
@@ -57,6 +58,7 @@ __all__ = [
     "normalize_tax_id",
     "normalize_text",
     "parse_amount_words",
+    "person_name",
     "resolve_allowlist",
     "rule_fields",
     "tax_id_errors",

@@ -16,13 +16,14 @@ All deterministic from the seed: the content of document ``seed`` is
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pymupdf
 
 from extractor.synth import digital_layout as D
-from extractor.synth.content import as_red_letter
+from extractor.synth.content import Party, as_red_letter
 from extractor.synth.degrade import Scan, degrade
 from extractor.synth.digital_content import DigitalInvoice, make_digital_invoice
 from extractor.synth.digital_form import (
@@ -180,6 +181,7 @@ def digital_pdf(
     letter_at: int | None = None,
     overprinted: bool = False,
     red_letter: bool = False,
+    buyer: Party | None = None,
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
@@ -188,7 +190,8 @@ def digital_pdf(
     company's PDF of invoices and their covering letter has it. ``overprinted``: every text
     drawn three times, 0.1 mm apart (bold by overprinting: the text layer holds each line
     three times over). ``red_letter``: each invoice the red-letter one that cancels the seed's
-    (:func:`~extractor.synth.content.as_red_letter`)."""
+    (:func:`~extractor.synth.content.as_red_letter`). ``buyer``: each invoice's buyer instead
+    of the seed's (a person: a name and nothing else)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -205,6 +208,8 @@ def digital_pdf(
                 }
             )
         inv = content(seed, red_letter)
+        if buyer is not None:
+            inv = replace(inv, buyer=buyer)
         info = draw_invoice_page(doc, inv, data_font(seed), used, 0.1 if overprinted else 0.0)
         pages.append(
             {
