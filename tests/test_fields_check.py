@@ -403,3 +403,11 @@ def test_a_name_read_with_traditional_forms_is_given_in_simplified_in_doubt(
     else:
         assert check.value == value and len(check.errors) == 1
         assert "traditional" in check.errors[0]
+
+
+def test_a_tax_printed_as_stars_is_none_with_a_note(vat: Template) -> None:
+    """A sale exempt from tax (免税) prints *** as its tax; the total is then the amount."""
+    check = check_value(vat.field("tax"), "***")
+    assert check.ok and check.value == "0.00" and check.note is not None and "免税" in check.note
+    assert check_value(vat.field("tax"), "¥12.30").note is None
+    assert not check_value(vat.field("amount"), "***").ok  # only the tax may be stars

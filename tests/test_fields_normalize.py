@@ -8,6 +8,7 @@ from extractor.fields import (
     normalize_date,
     normalize_digits,
     normalize_name,
+    normalize_tax,
     normalize_tax_id,
     normalize_text,
 )
@@ -60,6 +61,19 @@ def test_amount(raw: str, expected: str) -> None:
 def test_bad_amount(raw: str, message: str) -> None:
     with pytest.raises(FieldValueError, match=message):
         normalize_amount(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"), [("***", "0.00"), ("**", "0.00"), ("¥***", "0.00"), ("¥12.30", "12.30")]
+)
+def test_tax_printed_as_stars_is_none(raw: str, expected: str) -> None:
+    assert normalize_tax(raw) == expected
+
+
+@pytest.mark.parametrize("raw", ["*", "*1*", "12*"])
+def test_tax_is_stars_alone_or_an_amount(raw: str) -> None:
+    with pytest.raises(FieldValueError, match="unexpected characters"):
+        normalize_tax(raw)
 
 
 def test_field_value_error_is_a_roi_error_and_a_value_error() -> None:

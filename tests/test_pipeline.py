@@ -1467,3 +1467,24 @@ def test_a_digital_invoice_to_a_person_is_read_from_its_text_layer(extractor: Ex
     assert page.fields["buyer_name"].value == "个人（张伟）"
     assert page.fields["buyer_tax_id"].value is None
     assert all(page.fields[k].value == v for k, v in truth["fields"].items() if v)
+
+
+@pytest.mark.parametrize(("seed", "level"), [(20273000, "clean"), (20273004, "medium")])
+def test_a_tax_exempt_invoice_has_no_tax(extractor: Extractor, seed: int, level: str) -> None:
+    """免税: the tax column and the total tax print ***; the tax is none, the total the
+    amount, and no fallback runs to find digits that were never printed."""
+    doc = make_document(seed, level, tax_exempt=True)
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    tax = page.fields["tax"]
+    assert (tax.value, tax.valid, tax.source) == ("0.00", True, "roi")
+    assert tax.raw.strip("¥") == "***" and tax.note is not None and "免税" in tax.note
+    expected = doc.truth["pages"][0]["fields"]
+    assert page.fields["total"].value == expected["total"] == expected["amount"]
+    assert page.status == "ok" and all(f.source != "fallback" for f in page.fields.values())
+
+
+def test_a_tax_exempt_digital_invoice_reads_from_its_text_layer(extractor: Extractor) -> None:
+    data, (truth,) = digital_pdf([20273009], tax_exempt=True)
+    (page,) = extractor.extract(data, "vat_invoice_digital").pages
+    assert (page.registration, page.status) == ("text_layer", "ok")
+    assert {k: f.value for k, f in page.fields.items()} == truth["fields"]

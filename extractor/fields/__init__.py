@@ -2,6 +2,7 @@
 
 from extractor.fields.charsets import (
     BRACKETS,
+    EXEMPT_MARK,
     LEADING_MARKS,
     NAMED_CHARSETS,
     USCC_CHARSET,
@@ -27,6 +28,7 @@ from extractor.fields.normalize import (
     normalize_date,
     normalize_digits,
     normalize_name,
+    normalize_tax,
     normalize_tax_id,
     normalize_text,
 )
@@ -36,6 +38,7 @@ from extractor.fields.words import amount_to_words, parse_amount_words
 
 __all__ = [
     "BRACKETS",
+    "EXEMPT_MARK",
     "LEADING_MARKS",
     "NAMED_CHARSETS",
     "NORMALIZERS",
@@ -55,6 +58,7 @@ __all__ = [
     "normalize_date",
     "normalize_digits",
     "normalize_name",
+    "normalize_tax",
     "normalize_tax_id",
     "normalize_text",
     "parse_amount_words",

@@ -20,6 +20,10 @@ AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角�
 BRACKETS = "()（）"
 """Round brackets, half-width and full-width: print does not tell the two widths apart."""
 
+EXEMPT_MARK = "*"
+"""Printed three times over instead of a tax amount where the sale is exempt from tax (免税) or
+not taxed (不征税): the tax column of each line and the total tax read ``***``."""
+
 LEADING_MARKS = "¥￥⊗"
 """Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""
@@ -53,6 +57,7 @@ NAMED_CHARSETS: Mapping[str, str] = MappingProxyType(
     {
         "digits": DIGITS,
         "amount": DIGITS + ".,¥￥-",
+        "tax": DIGITS + ".,¥￥-" + EXEMPT_MARK,  # an amount, or *** (exempt from tax)
         "date": DIGITS + "年月日-./",
         "tax_id": DIGITS + UPPER,  # older 15/20-char ids may hold any capital
         "uscc": USCC_CHARSET,

@@ -36,7 +36,7 @@ class FieldCheck:
     """Empty when the value is valid."""
     note: str | None = None
     """What was left out of the reading to give the value, when something was (a seal's
-    print read on after it)."""
+    print read on after it), or what the value stands for (a tax printed ``***``: none)."""
     left_out: int = 0
     """How many characters (spaces aside) were left out at the end of the reading."""
 
@@ -249,7 +249,10 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
         return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
-    return FieldCheck(value, errors, left_out=left_out)
+    note = None
+    if spec.kind is FieldKind.amount and not any(ch.isdigit() for ch in text):
+        note = f"printed {text!r}: none (a sale exempt from tax, 免税)"  # normalize_tax's ***
+    return FieldCheck(value, errors, note, left_out)
 
 
 def _without_label_tail(text: str, label: str | None) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
 
-from extractor.fields.charsets import ideograph
+from extractor.fields.charsets import EXEMPT_MARK, ideograph
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.words import parse_amount_words
@@ -81,6 +81,15 @@ def normalize_amount(raw: str) -> str:
         raise FieldValueError(f"more than two decimal places in {text!r}")
     value = Decimal(text)
     return format_money(-value if negative else value)
+
+
+def normalize_tax(raw: str) -> str:
+    """A tax amount: :func:`normalize_amount`, or ``"0.00"`` where it is printed ``***`` (two
+    stars or more, nothing else: a sale exempt from tax, 免税, or not taxed, 不征税)."""
+    text = _squeeze(raw).lstrip("¥\uffe5")
+    if len(text) >= 2 and set(text) == {EXEMPT_MARK}:
+        return format_money(Decimal(0))
+    return normalize_amount(raw)
 
 
 def normalize_date(raw: str) -> str:
@@ -189,6 +198,7 @@ Normalizer = Callable[[str], str]
 NORMALIZERS: Mapping[str, Normalizer] = MappingProxyType(
     {
         "amount": normalize_amount,
+        "tax": normalize_tax,
         "date": normalize_date,
         "digits": normalize_digits,
         "tax_id": normalize_tax_id,

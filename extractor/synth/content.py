@@ -42,6 +42,11 @@ class Party:
     bank_account: str
 
 
+EXEMPT_RATE = "免税"
+EXEMPT_TAX = "***"
+"""What a tax-exempt line prints in its rate and tax columns, and its invoice as its total tax."""
+
+
 @dataclass(frozen=True, slots=True)
 class Item:
     name: str  # *计算机设备*笔记本电脑
@@ -52,10 +57,15 @@ class Item:
     amount: Decimal
     rate: Decimal  # Decimal("0.13")
     tax: Decimal
+    exempt: bool = False  # 免税: no tax, printed *** in the tax column
 
     @property
     def rate_text(self) -> str:
-        return f"{int(self.rate * 100)}%"
+        return EXEMPT_RATE if self.exempt else f"{int(self.rate * 100)}%"
+
+    @property
+    def tax_text(self) -> str:
+        return EXEMPT_TAX if self.exempt else f"{self.tax:.2f}"
 
     def as_dict(self) -> dict[str, str]:
         """The item line as printed, for the ground truth's ``extra``."""
@@ -67,7 +77,7 @@ class Item:
             "unit_price": self.unit_price,
             "amount": money(self.amount),
             "rate": self.rate_text,
-            "tax": money(self.tax),
+            "tax": self.tax_text,
         }
 
 
@@ -402,6 +412,24 @@ def as_red_letter(inv: IssuedT) -> IssuedT:
     return replace(
         inv, items=items, amount=-inv.amount, tax=-inv.tax, total=-inv.total, words=f"负{inv.words}"
     )
+
+
+def as_tax_exempt(inv: IssuedT) -> IssuedT:
+    """``inv`` as a tax-exempt sale (免税: farm produce, medical care, a small taxpayer under
+    relief): every line's amount as it was, no tax (*** in the tax column and as the total
+    tax), the total the amount."""
+    items = tuple(replace(item, rate=Decimal(0), tax=Decimal(0), exempt=True) for item in inv.items)
+    words = amount_to_words(inv.amount)
+    if "圆" in inv.words:
+        words = words.replace("元", "圆")
+    return replace(inv, items=items, tax=Decimal(0), total=inv.amount, words=words)
+
+
+def printed_tax(inv: Issued) -> str:
+    """The total tax as an invoice prints it: ¥ and the sum, or *** where every line is exempt."""
+    if inv.items and all(item.exempt for item in inv.items):
+        return EXEMPT_TAX
+    return f"¥{inv.tax:.2f}"
 
 
 def make_invoice(rng: random.Random) -> Invoice:

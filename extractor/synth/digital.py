@@ -23,7 +23,7 @@ import numpy as np
 import pymupdf
 
 from extractor.synth import digital_layout as D
-from extractor.synth.content import Party, as_red_letter
+from extractor.synth.content import Party, as_red_letter, as_tax_exempt, printed_tax
 from extractor.synth.degrade import Scan, degrade
 from extractor.synth.digital_content import DigitalInvoice, make_digital_invoice
 from extractor.synth.digital_form import (
@@ -59,8 +59,9 @@ DEFAULT_DIGITAL_COUNTS = {
 }
 
 
-def content(seed: int, red_letter: bool = False) -> DigitalInvoice:
+def content(seed: int, red_letter: bool = False, tax_exempt: bool = False) -> DigitalInvoice:
     inv = make_digital_invoice(random.Random(f"digital:{seed}"))
+    inv = as_tax_exempt(inv) if tax_exempt else inv
     return as_red_letter(inv) if red_letter else inv
 
 
@@ -110,7 +111,7 @@ def draw_data(pen: PdfPen, inv: DigitalInvoice, cjk: str) -> dict[str, list[floa
             (D.COL_QTY, item.quantity),
             (D.COL_PRICE, item.unit_price),
             (D.COL_AMOUNT, f"{item.amount:.2f}"),
-            (D.COL_TAX, f"{item.tax:.2f}"),
+            (D.COL_TAX, item.tax_text),
         ):
             _, x0, x1 = cols[col]
             value(x1 - 0.5, y, text, size, align="right", fit=x1 - x0 - 2.0)
@@ -118,7 +119,7 @@ def draw_data(pen: PdfPen, inv: DigitalInvoice, cjk: str) -> dict[str, list[floa
         value((x0 + x1) / 2, y, item.rate_text, size, align="centre")
 
     put("amount", value(cols[D.COL_AMOUNT][2] - 0.5, D.SUM_Y, f"¥{inv.amount:.2f}", align="right"))
-    put("tax", value(cols[D.COL_TAX][2] - 0.5, D.SUM_Y, f"¥{inv.tax:.2f}", align="right"))
+    put("tax", value(cols[D.COL_TAX][2] - 0.5, D.SUM_Y, printed_tax(inv), align="right"))
     put(
         "total_in_words",
         value(D.WORDS_X, D.TOTAL_Y, "⊗" + inv.words, 3.4, fit=D.SMALL_LABEL_X - 6 - D.WORDS_X),
@@ -182,6 +183,7 @@ def digital_pdf(
     overprinted: bool = False,
     red_letter: bool = False,
     buyer: Party | None = None,
+    tax_exempt: bool = False,
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
@@ -191,7 +193,8 @@ def digital_pdf(
     drawn three times, 0.1 mm apart (bold by overprinting: the text layer holds each line
     three times over). ``red_letter``: each invoice the red-letter one that cancels the seed's
     (:func:`~extractor.synth.content.as_red_letter`). ``buyer``: each invoice's buyer instead
-    of the seed's (a person: a name and nothing else)."""
+    of the seed's (a person: a name and nothing else). ``tax_exempt``: each sale exempt from
+    tax (:func:`~extractor.synth.content.as_tax_exempt`)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -207,7 +210,7 @@ def digital_pdf(
                     "title": said,
                 }
             )
-        inv = content(seed, red_letter)
+        inv = content(seed, red_letter, tax_exempt)
         if buyer is not None:
             inv = replace(inv, buyer=buyer)
         info = draw_invoice_page(doc, inv, data_font(seed), used, 0.1 if overprinted else 0.0)
@@ -246,10 +249,10 @@ def dpi_for(seed: int, level: str) -> int:
 
 
 def printed_page(
-    seed: int, dpi: float, red_letter: bool = False
+    seed: int, dpi: float, red_letter: bool = False, tax_exempt: bool = False
 ) -> tuple[RenderedPage, dict[str, object]]:
     """The invoice of ``seed`` printed (by a laser printer) on white office paper."""
-    data, pages = digital_pdf([seed], red_letter=red_letter)
+    data, pages = digital_pdf([seed], red_letter=red_letter, tax_exempt=tax_exempt)
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         image = render_pdf_page(doc[0], dpi)
     rng = random.Random(f"print:{seed}")
@@ -278,12 +281,17 @@ def _degradations(scan: Scan, dpi: float) -> dict[str, object]:
 
 
 def make_digital_document(
-    seed: int, level: str, dpi: float | None = None, red_letter: bool = False
+    seed: int,
+    level: str,
+    dpi: float | None = None,
+    red_letter: bool = False,
+    tax_exempt: bool = False,
 ) -> Document:
     """The 数电票 of ``seed`` printed and scanned at ``level`` (clean, light, medium, heavy);
-    ``red_letter``: the red-letter invoice that cancels it."""
+    ``red_letter``: the red-letter invoice that cancels it; ``tax_exempt``: the sale exempt
+    from tax."""
     dpi = dpi if dpi is not None else dpi_for(seed, level)
-    page, entry = printed_page(seed, dpi, red_letter)
+    page, entry = printed_page(seed, dpi, red_letter, tax_exempt)
     scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
     truth: dict[str, object] = {
         "template": TEMPLATE,

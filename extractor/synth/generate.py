@@ -21,7 +21,7 @@ import pymupdf
 from PIL import Image
 
 from extractor.synth import names
-from extractor.synth.content import Party, as_red_letter, make_invoice, party
+from extractor.synth.content import Party, as_red_letter, as_tax_exempt, make_invoice, party
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
@@ -87,6 +87,7 @@ def make_document(
     dpi: float | None = None,
     parties: tuple[Party, Party] | None = None,
     red_letter: bool = False,
+    tax_exempt: bool = False,
     form_ink: str = "brown",
     pins: Pins | None = None,
 ) -> Document:
@@ -94,6 +95,7 @@ def make_document(
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
     ``parties``: the buyer and the seller, instead of the seed's. ``red_letter``: the red-letter
     invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`).
+    ``tax_exempt``: the seed's sale exempt from tax (:func:`~.content.as_tax_exempt`).
     ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`). ``pins``: the
     data printed dot by dot by that dot-matrix head (:class:`~extractor.synth.render.Pins`)."""
     _check_template(template)
@@ -104,6 +106,8 @@ def make_document(
     inv = make_invoice(random.Random(seed))
     if parties is not None:
         inv = replace(inv, buyer=parties[0], seller=parties[1])
+    if tax_exempt:
+        inv = as_tax_exempt(inv)
     if red_letter:
         inv = as_red_letter(inv)
     page = render_invoice(

@@ -16,7 +16,7 @@ import numpy as np
 import segno
 
 from extractor.synth import layout as L
-from extractor.synth.content import Invoice
+from extractor.synth.content import Invoice, printed_tax
 from extractor.synth.form import FORM_INKS, PERFORATION, draw_form, hole_layer, perforation_layer
 from extractor.synth.raster import Layer, TextBox, compose, to_uint8
 from extractor.synth.seals import SEAL_RED, oval_seal, place
@@ -227,7 +227,7 @@ def print_data(
             (L.COL_QTY, item.quantity),
             (L.COL_PRICE, item.unit_price),
             (L.COL_AMOUNT, f"{item.amount:.2f}"),
-            (L.COL_TAX, f"{item.tax:.2f}"),
+            (L.COL_TAX, item.tax_text),
         ):
             _, x0, x1 = cols[col]
             p.text(x1 - 1.0, y, value, size, align="right", fit=x1 - x0 - 2, offset=off)
@@ -255,7 +255,7 @@ def print_data(
     p.text(
         cols[L.COL_TAX][2] - 1.0,
         sum_y,
-        f"¥{inv.tax:.2f}",
+        printed_tax(inv),
         3.4,
         align="right",
         name="tax",
