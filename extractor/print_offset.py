@@ -22,6 +22,10 @@ REACH_MM = 6.0
 """How far up or down the print is looked for: beyond a line of the buyer's block (5 mm)."""
 GAP_MM = 1.0
 """The band just above and below a box that the print of a line leaves empty."""
+LINE_MM = 4.0
+"""A shift this far or more is a line off (the buyer's block's rows are 5 mm apart)."""
+TIE = 0.05
+"""A line off whose fit no shift's comes this close to (a share of it) is taken; else none."""
 MIN_OFFSET_MM = 1.5
 """Smaller offsets are left to the crops (their margin and each line's own tightening): the
 page's fields are cut as if there were none."""
@@ -48,6 +52,11 @@ def print_offset(on_form: np.ndarray, template: Template) -> float:
     fit = (_filled(rows, top, bottom) - around).sum(axis=1)
     fit = np.convolve(fit, np.ones(3) / 3, mode="same")  # the middle of a plateau
     best = float(shifts[int(fit.argmax())])
+    # a line off fits as well as none where the rows are as far apart as the shift (the
+    # buyer's block): a form whose boxes the print fills unshifted keeps them
+    unshifted = fit[np.abs(shifts) < MIN_OFFSET_MM * ppm].max()  # what the crops take up
+    if abs(best) >= LINE_MM * ppm and unshifted >= fit.max() - TIE * abs(fit.max()):
+        best = 0.0
     return best / ref.scale if abs(best) >= MIN_OFFSET_MM * ppm else 0.0
 
 

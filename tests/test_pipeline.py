@@ -1488,3 +1488,18 @@ def test_a_tax_exempt_digital_invoice_reads_from_its_text_layer(extractor: Extra
     (page,) = extractor.extract(data, "vat_invoice_digital").pages
     assert (page.registration, page.status) == ("text_layer", "ok")
     assert {k: f.value for k, f in page.fields.items()} == truth["fields"]
+
+
+@pytest.mark.parametrize("level", ["clean", "light"])
+def test_an_electronic_invoice_is_not_taken_for_a_form_printed_a_line_off(
+    extractor: Extractor, level: str
+) -> None:
+    """A 增值税电子普通发票 stacks its code, number, date and check code at the top right, where
+    the paper form prints none: unshifted, the template's boxes hold the print of the header's
+    rows in part; 5 mm down, the buyer's block's boxes each hold the next row's print as well as
+    their own held theirs, and the page was read a line off (each name its tax id, flagged)."""
+    doc = make_document(20274003, level, electronic=True)
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    expected = doc.truth["pages"][0]["fields"]
+    for name in ("buyer_name", "seller_name", "seller_tax_id", "tax", "total"):
+        assert (page.fields[name].value, page.fields[name].valid) == (expected[name], True), name

@@ -32,6 +32,7 @@ LAST_DAY = date(2025, 12, 31)
 MIN_TOTAL = Decimal("10.00")
 MAX_TOTAL = Decimal("999999.99")
 QR_TYPE_ORDINARY = "04"  # 增值税普通发票 in the QR payload
+QR_TYPE_ELECTRONIC = "10"  # 增值税电子普通发票
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +103,7 @@ class Invoice:
     reviewer: str
     drawer: str
     machine_no: str
+    qr_type: str = QR_TYPE_ORDINARY
 
     @property
     def date_text(self) -> str:
@@ -118,7 +120,7 @@ class Invoice:
         body = ",".join(
             [
                 "01",
-                QR_TYPE_ORDINARY,
+                self.qr_type,
                 self.code,
                 self.number,
                 money(self.amount),
@@ -423,6 +425,15 @@ def as_tax_exempt(inv: IssuedT) -> IssuedT:
     if "圆" in inv.words:
         words = words.replace("元", "圆")
     return replace(inv, items=items, tax=Decimal(0), total=inv.amount, words=words)
+
+
+def as_electronic(inv: Invoice) -> Invoice:
+    """``inv`` issued as a 增值税电子普通发票: its title, a code ending in 11 and type 10 in the
+    QR code."""
+    title = inv.title.replace("增值税普通发票", "增值税电子普通发票")
+    region_year = inv.code[1:7] if len(inv.code) == 12 else inv.code[:6]
+    code = f"0{region_year}{int(inv.code[-5:-2]) % 1000:03d}11"
+    return replace(inv, title=title, code=code, qr_type=QR_TYPE_ELECTRONIC)
 
 
 def printed_tax(inv: Issued) -> str:

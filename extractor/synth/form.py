@@ -63,8 +63,15 @@ def _vertical(layer: Layer, cx: float, y0: float, y1: float, text: str, size: fl
         layer.text(cx, y0 + step * (i + 0.5), ch, size, cjk="kai", align="centre")
 
 
-def draw_form(layer: Layer, *, title: str = DEFAULT_TITLE, copy_label: str = "发票联") -> None:
-    """Draw the preprinted form's ink (ruling and labels) onto ``layer``."""
+def draw_form(
+    layer: Layer,
+    *,
+    title: str = DEFAULT_TITLE,
+    copy_label: str = "发票联",
+    electronic: bool = False,
+) -> None:
+    """Draw the preprinted form's ink (ruling and labels) onto ``layer``; ``electronic``: the
+    增值税电子普通发票's (its top band's labels stacked at the right, no copy label)."""
     thick, thin = L.THICK, L.THIN
     # Ruling.
     layer.box(L.FRAME_X0, L.FRAME_Y0, L.FRAME_X1, L.FRAME_Y1, thick)
@@ -129,6 +136,16 @@ def draw_form(layer: Layer, *, title: str = DEFAULT_TITLE, copy_label: str = "�
     for label, x in L.FOOTER_LABELS:
         layer.text(x, foot_y, label.replace(":", "："), 3.0, cjk="kai")
 
+    layer.text(
+        L.TITLE_CX, (L.TITLE_Y0 + L.TITLE_Y1) / 2, title, 6.6, cjk="kai", align="centre", stroke=0.1
+    )
+    layer.hline(L.TITLE_RULE_Y, L.TITLE_RULE_X0, L.TITLE_RULE_X1, 0.35)
+    layer.hline(L.TITLE_RULE_Y + 1.0, L.TITLE_RULE_X0, L.TITLE_RULE_X1, 0.2)
+    if electronic:
+        layer.text(L.E_MACHINE_LABEL_X0, L.E_MACHINE_Y, "机器编号：", 3.0, cjk="kai")
+        for label, y in zip(L.E_LABELS, L.E_ROWS_Y, strict=True):
+            layer.text(L.E_LABEL_X0, y, label, 3.0, cjk="kai")
+        return
     # Top band.
     layer.text(
         L.CODE_LABEL[0] + 0.5,
@@ -141,11 +158,6 @@ def draw_form(layer: Layer, *, title: str = DEFAULT_TITLE, copy_label: str = "�
     layer.text(
         L.CHECK_LABEL_X0 + 0.5, (L.CHECK_Y0 + L.CHECK_Y1) / 2, "校验码", 3.0, cjk="kai", spacing=0.2
     )
-    layer.text(
-        L.TITLE_CX, (L.TITLE_Y0 + L.TITLE_Y1) / 2, title, 6.6, cjk="kai", align="centre", stroke=0.1
-    )
-    layer.hline(L.TITLE_RULE_Y, L.TITLE_RULE_X0, L.TITLE_RULE_X1, 0.35)
-    layer.hline(L.TITLE_RULE_Y + 1.0, L.TITLE_RULE_X0, L.TITLE_RULE_X1, 0.2)
     layer.text(
         L.TITLE_CX,
         (L.COPY_Y0 + L.COPY_Y1) / 2,

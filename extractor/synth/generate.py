@@ -21,7 +21,14 @@ import pymupdf
 from PIL import Image
 
 from extractor.synth import names
-from extractor.synth.content import Party, as_red_letter, as_tax_exempt, make_invoice, party
+from extractor.synth.content import (
+    Party,
+    as_electronic,
+    as_red_letter,
+    as_tax_exempt,
+    make_invoice,
+    party,
+)
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
@@ -90,6 +97,7 @@ def make_document(
     tax_exempt: bool = False,
     form_ink: str = "brown",
     pins: Pins | None = None,
+    electronic: bool = False,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
@@ -97,7 +105,9 @@ def make_document(
     invoice that cancels the seed's (:func:`~extractor.synth.content.as_red_letter`).
     ``tax_exempt``: the seed's sale exempt from tax (:func:`~.content.as_tax_exempt`).
     ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`). ``pins``: the
-    data printed dot by dot by that dot-matrix head (:class:`~extractor.synth.render.Pins`)."""
+    data printed dot by dot by that dot-matrix head (:class:`~extractor.synth.render.Pins`).
+    ``electronic``: the seed's invoice as a 增值税电子普通发票 (its PDF's image, printed or shown,
+    at ``level``: :func:`~extractor.synth.content.as_electronic`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
@@ -106,6 +116,8 @@ def make_document(
     inv = make_invoice(random.Random(seed))
     if parties is not None:
         inv = replace(inv, buyer=parties[0], seller=parties[1])
+    if electronic:
+        inv = as_electronic(inv)
     if tax_exempt:
         inv = as_tax_exempt(inv)
     if red_letter:
@@ -117,6 +129,7 @@ def make_document(
         offset_mm=DATA_OFFSET_MM[level],
         form_ink=form_ink,
         pins=pins,
+        electronic=electronic,
     )
     scan = degrade(page, level, random.Random(f"scan:{seed}:{draws}"))
     truth: dict[str, object] = {

@@ -66,6 +66,14 @@ REPEAT_X = 213.0
 DATE_LABEL_X0, DATE_LABEL_X1 = 160.0, 176.0
 DATE_X0, DATE_X1, DATE_Y0, DATE_Y1 = 176.0, 226.0, 28.0, 35.0
 
+# The 增值税电子普通发票's top band (a PDF, printed on A4 or shown as an image): no tractor holes,
+# 机器编号 under the QR code where the paper form prints 校验码, and code, number, date and check
+# code stacked at the top right, each after its label.
+E_MACHINE_LABEL_X0, E_MACHINE_X0, E_MACHINE_Y = 14.0, 30.0, 29.5
+E_LABEL_X0, E_VALUE_X0 = 160.0, 178.0
+E_ROWS_Y = (9.0, 15.0, 21.0, 27.0)  # 发票代码, 发票号码, 开票日期, 校验码 (centres)
+E_LABELS = ("发票代码：", "发票号码：", "开票日期：", "校 验 码：")
+
 # Tractor-feed strips.
 HOLE_XS = (4.0, 237.0)
 HOLE_PITCH = 12.7

@@ -151,9 +151,16 @@ def _draw_qr(layer: Layer, payload: str, x0: float, y0: float, size: float) -> l
 
 
 def print_data(
-    layer: Layer, inv: Invoice, rng: random.Random, dx: float, dy: float, cjk: str
+    layer: Layer,
+    inv: Invoice,
+    rng: random.Random,
+    dx: float,
+    dy: float,
+    cjk: str,
+    electronic: bool = False,
 ) -> tuple[dict[str, list[float]], list[float]]:
-    """Print every value of ``inv``; returns the template fields' ink boxes and the QR's box."""
+    """Print every value of ``inv``; returns the template fields' ink boxes and the QR's box.
+    ``electronic``: the 增值税电子普通发票's top band (:data:`~extractor.synth.layout.E_LABELS`)."""
     p = DataPrinter(layer, rng, dx, dy, cjk)
 
     # Top band.
@@ -161,6 +168,20 @@ def print_data(
     qr_box = _draw_qr(
         layer, inv.qr_payload, L.QR_X0 + 1.0 + ox, L.QR_Y0 + 0.5 + oy, L.QR_SIZE - 2.0
     )
+    if electronic:
+        p.text(L.E_MACHINE_X0, L.E_MACHINE_Y, inv.machine_no, 3.4)
+        values = (inv.code, inv.number, inv.date_text, inv.check_code_text)
+        names = ("invoice_code", "invoice_number", "issue_date", "check_code")
+        for value, name, y in zip(values, names, L.E_ROWS_Y, strict=True):
+            p.text(L.E_VALUE_X0, y, value, 3.4, name=name)
+    else:
+        _print_top_band(p, inv)
+    _print_body(p, inv)
+    return p.boxes, qr_box
+
+
+def _print_top_band(p: DataPrinter, inv: Invoice) -> None:
+    """The paper form's code, number (and their small second prints), check code and date."""
     p.text(
         L.CODE_X0 + 2.0,
         (L.CODE_Y0 + L.CODE_Y1) / 2,
@@ -179,6 +200,9 @@ def print_data(
     )
     p.text(L.DATE_X0 + 2.0, (L.DATE_Y0 + L.DATE_Y1) / 2, inv.date_text, 3.6, name="issue_date")
 
+
+def _print_body(p: DataPrinter, inv: Invoice) -> None:
+    """The parties, cipher text, items, totals, notes and footer."""
     # Buyer block and cipher text.
     value_fit = L.VALUE_X1 - L.VALUE_X0 - 3.0
     for i, (party, row) in enumerate(((inv.buyer, L.buyer_row), (inv.seller, L.seller_row))):
@@ -283,9 +307,8 @@ def print_data(
     for (label, x), value in zip(
         L.FOOTER_LABELS[:3], (inv.payee, inv.reviewer, inv.drawer), strict=True
     ):
-        label_w = layer.text_width(label.replace(":", "："), 3.0, cjk="kai")
+        label_w = p.layer.text_width(label.replace(":", "："), 3.0, cjk="kai")
         p.text(x + label_w + 1.5, foot_y, value, 3.3, offset=off)
-    return p.boxes, qr_box
 
 
 def _mottle(
@@ -314,10 +337,13 @@ def render_invoice(
     offset_mm: tuple[float, float] = (3.0, 1.2),
     form_ink: str = "brown",
     pins: Pins | None = None,
+    electronic: bool = False,
 ) -> RenderedPage:
     """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y); the form
     printed in ``form_ink`` (a key of :data:`~extractor.synth.form.FORM_INKS`); with ``pins``,
-    the data printed dot by dot by that dot-matrix head instead of the seed's printer."""
+    the data printed dot by dot by that dot-matrix head instead of the seed's printer.
+    ``electronic``: the 增值税电子普通发票 as its PDF shows it (the form and data drawn
+    together, no offset, no tractor holes; its top band's values stacked at the right)."""
     nrng = np.random.default_rng(rng.getrandbits(64))
     printer = rng.choices(list(PRINTERS), weights=[w for _, w in PRINTERS.values()])[0]
     if pins is not None:
@@ -325,9 +351,11 @@ def render_invoice(
     cjk = rng.choice(("ming", "ming", "hei"))
     dx = round(rng.uniform(-offset_mm[0], offset_mm[0]), 2)
     dy = round(rng.uniform(-offset_mm[1], offset_mm[1]), 2)
+    if electronic:
+        printer, dx, dy = "laser", 0.0, 0.0
 
     form = Layer(L.PAGE_W, L.PAGE_H, dpi)
-    draw_form(form, title=inv.title)
+    draw_form(form, title=inv.title, electronic=electronic)
 
     monitor = Layer(L.PAGE_W, L.PAGE_H, dpi)
     printed_year = 2000 + int(inv.code[5:7] if len(inv.code) == 12 else inv.code[4:6])
@@ -351,7 +379,7 @@ def render_invoice(
     place(monitor, tile, mx, my, rng.uniform(-1.5, 1.5))
 
     data = Layer(L.PAGE_W, L.PAGE_H, dpi)
-    boxes, qr_box = print_data(data, inv, rng, dx, dy, cjk)
+    boxes, qr_box = print_data(data, inv, rng, dx, dy, cjk, electronic)
 
     stamp = Layer(L.PAGE_W, L.PAGE_H, dpi)
     sx, sy, where = _seller_stamp_position(rng)
@@ -370,7 +398,7 @@ def render_invoice(
 
     h, w = form.h, form.w
     base = (236 + rng.uniform(-4, 4), 244 + rng.uniform(-3, 3), 248 + rng.uniform(-3, 3))
-    page = paper(h, w, nrng, base)
+    page = paper(h, w, nrng, (250.0, 250.0, 250.0) if electronic else base)
     data_alpha = data.alpha()
     ink = PRINTERS[printer][0]
     if pins is not None:
@@ -379,11 +407,15 @@ def render_invoice(
         data_alpha = cv2.GaussianBlur(data_alpha, (0, 0), 0.25 * form.ppm / 7.87)
         data_alpha *= _mottle((h, w), nrng, 0.8 * form.ppm, 0.72)
     stamp_alpha = stamp.alpha() * _mottle((h, w), nrng, 1.5 * form.ppm, 0.45)
+    perforation = perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
+    holes = hole_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
+    if electronic:
+        perforation, holes = np.zeros_like(perforation), np.zeros_like(holes)
     image = compose(
         page,
         [
             (form.alpha(), FORM_INKS[form_ink]),
-            (perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha(), PERFORATION),
+            (perforation, PERFORATION),
             (monitor.alpha() * 0.9, SEAL_RED),
             (np.clip(data_alpha, 0, 1), ink),
             (stamp_alpha, SEAL_RED),
@@ -405,6 +437,4 @@ def render_invoice(
             "over": where,
         },
     }
-    return RenderedPage(
-        to_uint8(image), hole_layer(L.PAGE_W, L.PAGE_H, dpi).alpha(), dpi, L.PAGE_W, L.PAGE_H, info
-    )
+    return RenderedPage(to_uint8(image), holes, dpi, L.PAGE_W, L.PAGE_H, info)
