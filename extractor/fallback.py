@@ -326,25 +326,31 @@ def beside_label(
     stoplist: set[str] | frozenset[str] = frozenset(),
     *,
     row: bool = False,
+    alone: bool = False,
 ) -> tuple[str, float, np.ndarray] | None:
     """The value printed after the field's label on its line, or the nearest line to its right
     (or below) whose text passes the field's checks and is not itself printed form text
     (``stoplist``). ``near`` — (page point, radius in px) — keeps to the label occurrence
     closest to where the field should be (名称 is printed for buyer and seller), within reach;
     with ``row``, a label on that point's row to its left is within reach however far (a
-    table's 合计 row)."""
+    table's 合计 row); with ``alone`` (no other field prints the label), the label found once on
+    the page is the field's wherever it lies, out of reach or not (another layout's top band:
+    the e-invoice stacks 发票代码, 发票号码, 开票日期 and 校验码 at the right)."""
     if not spec.label:
         return None
     label = norm(spec.label)
-    holders = [line for line in lines if starts_with(norm(line.text), label)]
+    printed = [line for line in lines if starts_with(norm(line.text), label)]
+    holders = printed
     if near is not None:
         point, radius = near
         holders = [
             h
-            for h in holders
+            for h in printed
             if np.linalg.norm(_label_end(h) - point) <= radius or (row and _on_row_before(h, point))
         ]
         holders.sort(key=lambda line: float(np.linalg.norm(_label_end(line) - point)))
+        if not holders and alone and len(printed) == 1:
+            holders = printed
     if not holders or (near is None and len(holders) > 1):
         return None  # no label, or one printed twice (名称) with nothing to tell which is whose
     holder = holders[0]

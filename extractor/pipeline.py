@@ -815,7 +815,8 @@ class Extractor:
             if fields[spec.name].valid:
                 continue
             lines = [line for line, _ in grouped]
-            found = beside_label(lines, spec, _reach(spec, template, to_mm), labels, row=True)
+            near = _reach(spec, template, to_mm)
+            found = beside_label(lines, spec, near, labels, row=True, alone=_alone(spec, template))
             if found is None:
                 continue
             text, _, quad = found
@@ -877,7 +878,9 @@ class Extractor:
                 found = lines_in_box(lines, spec, template, homography, prepared.down_mm)
                 yield self._from_text(spec, found, page)
             near = _reach(spec, template, homography) if homography is not None else None
-            yield self._from_text(spec, beside_label(lines, spec, near, reference.texts), page)
+            alone = _alone(spec, template)
+            found = beside_label(lines, spec, near, reference.texts, alone=alone)
+            yield self._from_text(spec, found, page)
 
         merged: dict[str, FieldResult] = {}
         for spec in template.fields:
@@ -1987,6 +1990,11 @@ def _conclude(
         template_scores=prepared.template_scores,
         timings_ms=prepared.timings,
     )
+
+
+def _alone(spec: FieldSpec, template: Template) -> bool:
+    """Whether no other field of the template has the field's label (发票代码, not 名称)."""
+    return sum(other.label == spec.label for other in template.fields) == 1
 
 
 def _reach(spec: FieldSpec, template: Template, homography: np.ndarray) -> tuple[np.ndarray, float]:

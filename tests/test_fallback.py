@@ -26,6 +26,7 @@ from extractor.fallback import (
 )
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.label_cache import reference_lines
+from extractor.pipeline import _alone
 from extractor.templates import TemplateStore
 
 
@@ -81,6 +82,19 @@ def test_a_label_printed_twice_gives_nothing_where_nothing_says_whose_it_is() ->
     near = (np.array([230.0, 610.0]), 100.0)  # where the alignment puts the field's label
     found = beside_label(lines, spec, near)
     assert found is not None and found[0] == "91441900MAX1YJDH7E"
+
+
+def test_a_label_no_other_field_prints_is_taken_wherever_the_page_prints_it() -> None:
+    """The 增值税电子普通发票 prints 发票代码 and its value at the top right, 120 mm from where the
+    paper form's code lies: the label is the code's alone, and found once on the page, it is
+    the code's out of reach (纳税人识别号, every party's, is not alone)."""
+    vat = TemplateStore().get("vat_invoice")
+    lines = [_line("发票代码：", 1500, 60, 120, 0), _line("034002000311", 1640, 60, 200, 0)]
+    near = (np.array([250.0, 60.0]), 300.0)  # the paper form's code, where the frame puts it
+    assert beside_label(lines, vat.field("invoice_code"), near) is None
+    found = beside_label(lines, vat.field("invoice_code"), near, alone=True)
+    assert found is not None and found[0] == "034002000311"
+    assert _alone(vat.field("invoice_code"), vat) and not _alone(vat.field("buyer_tax_id"), vat)
 
 
 def test_the_rows_of_the_fields_in_doubt_are_what_the_fallback_reads() -> None:
