@@ -1044,8 +1044,8 @@ class Extractor:
                 f"{_UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
-        printed = spec.decimals is not None and any(ch.isdigit() for ch in raw)  # not ***
-        if printed and checked.value is not None and not checked.errors:
+        shows_digits = spec.decimals is not None and any(ch.isdigit() for ch in raw)  # not ***
+        if shows_digits and checked.value is not None and not checked.errors:
             shown = _decimals_read(raw)
             if shown != spec.decimals:
                 unit = "decimal" if shown == 1 else "decimals"
