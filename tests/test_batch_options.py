@@ -1,6 +1,6 @@
 """`roi batch --fallback` and `--template auto` end to end with the real engine.
 
-Two documents: a clean scan, and a heavy one whose ``total`` the ROI pass flags and the
+Two documents: a clean scan, and a heavy one whose buyer's name the ROI pass flags and the
 full-page fallback mends, so the fallback setting shows in the outputs.
 """
 
@@ -15,7 +15,7 @@ import pytest
 from test_batch import FIXTURES, roi_batch
 from test_parties import recurring_invoices
 
-CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0038.jpg"
+CLEAN, HEAVY = "clean/vat_invoice_0001.jpg", "heavy/vat_invoice_0042.jpg"
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_fallback_never_reads_only_the_regions(never_run: Path) -> None:
     assert _sources(pages[Path(CLEAN).name])["invoice_code"] == "qr"  # no --check-print
     heavy = pages[Path(HEAVY).name]
     assert heavy["status"] == "needs_review"  # what is flagged stays flagged
-    assert not heavy["fields"]["seller_name"]["valid"]
+    assert not heavy["fields"]["buyer_name"]["valid"]
 
 
 def test_ray_passes_the_fallback_to_its_actors(folder: Path, never_run: Path) -> None:
@@ -101,10 +101,10 @@ def test_template_auto_with_the_fallback(folder: Path) -> None:
     for name, page in pages.items():
         assert page["template"] == "vat_invoice"
         assert set(page["template_scores"]) == {"vat_invoice", "vat_invoice_digital"}
-        for field in ("invoice_number", "total"):
+        for field in ("invoice_number", "total", "buyer_name"):
             assert page["fields"][field]["value"] == _truth(name)[field], (name, field)
     heavy = pages[Path(HEAVY).name]
-    assert _sources(heavy)["total"] == "fallback" and heavy["fields"]["total"]["valid"]
+    assert _sources(heavy)["buyer_name"] == "fallback" and heavy["fields"]["buyer_name"]["valid"]
 
     # fields.csv: every template's fields as columns, blank where the page's template has none.
     with (out / "fields.csv").open(newline="") as fh:
@@ -116,7 +116,7 @@ def test_template_auto_with_the_fallback(folder: Path) -> None:
     for template in TemplateStore().all():
         assert {f.name for f in template.fields} <= set(columns)
     assert len(rows) == 2 and all(r["template"] == "vat_invoice" for r in rows)
-    assert {r["total_source"] for r in rows} == {"roi", "fallback"}
+    assert {r["buyer_name_source"] for r in rows} == {"roi", "fallback"}
 
     proc = roi_batch(folder, "-t", "vat_invoice", "--out", out, "-w", "1")
     assert proc.returncode == 2 and "template 'auto', not 'vat_invoice'" in proc.stderr

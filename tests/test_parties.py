@@ -90,7 +90,7 @@ def test_a_name_registered_twice_is_not_looked_up_by_name() -> None:
 def test_a_template_pairs_only_a_name_with_a_tax_id() -> None:
     text = (FIXTURES.parent / "templates" / "vat_invoice.yaml").read_text(encoding="utf-8")
     bad = text.replace(
-        "{name: buyer_name, tax_id: buyer_tax_id}", "{name: buyer_name, tax_id: tax}"
+        "{name: buyer_name, tax_id: buyer_tax_id,", "{name: buyer_name, tax_id: tax,"
     )
     assert bad != text
     with pytest.raises(Exception, match="'tax' is not a field of kind tax_id"):
