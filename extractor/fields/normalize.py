@@ -84,10 +84,11 @@ def normalize_amount(raw: str) -> str:
 
 
 def normalize_tax(raw: str) -> str:
-    """A tax amount: :func:`normalize_amount`, or ``"0.00"`` where it is printed ``***`` (two
-    stars or more, nothing else: a sale exempt from tax, 免税, or not taxed, 不征税)."""
+    """A tax amount: :func:`normalize_amount`, or ``"0.00"`` where it is printed ``***`` (a sale
+    exempt from tax, 免税, or not taxed, 不征税), read as stars and nothing else, however many:
+    blur merges them. A real tax read so would break amount + tax = total, which flags it."""
     text = _squeeze(raw).lstrip("¥\uffe5")
-    if len(text) >= 2 and set(text) == {EXEMPT_MARK}:
+    if text and set(text) == {EXEMPT_MARK}:
         return format_money(Decimal(0))
     return normalize_amount(raw)
 
