@@ -7,7 +7,17 @@ from extractor.fields import person_name
 
 @pytest.mark.parametrize(
     "name",
-    ["张伟", "王秀英", "欧阳娜娜", "司马光", "个人", "个人（张伟）", "个人(李娜)", "赵 磊"],
+    [
+        "张伟",
+        "王秀英",
+        "欧阳娜娜",
+        "司马光",
+        "个人",
+        "个人（张伟）",
+        "个人(李娜)",
+        "赵 磊",
+        "买买提·艾力",
+    ],
 )
 def test_a_person(name: str) -> None:
     assert person_name(name)
@@ -27,6 +37,8 @@ def test_a_person(name: str) -> None:
         "中国银行",  # 中 is no surname
         "John Smith",
         "张3",
+        "·艾力",
+        "北京·上海科技有限公司",  # dotted, but a company (no part a name's)
     ],
 )
 def test_not_a_person(name: str) -> None:

@@ -1,7 +1,8 @@
 """Whether a party's name is a person's: a 普通发票 issued to a person carries no tax id.
 
 A person is named by a surname of one or two characters and a given name of one or two (张伟,
-欧阳娜娜), or, where the issuer did not take the name, as 个人 (个人, 个人（张伟）). An
+欧阳娜娜), in parts joined by a middle dot (买买提·艾力), or, where the issuer did not take the
+name, as 个人 (个人, 个人（张伟）). An
 organisation's registered name is longer and ends in what it is (…有限公司, …医院, …中心), so a
 name of two to four ideographs starting with a surname, and not ending so, is a person's.
 """
@@ -36,6 +37,8 @@ ORGANISATION_ENDS = tuple(re.findall(r"\S+", _ENDS))
 """What an organisation's short name ends in and a person's given name does not."""
 
 _PERSON_LABEL = re.compile(r"个人(?:[（(][\u4e00-\u9fff]{2,4}[）)])?")
+_DOTTED = re.compile(r"[\u4e00-\u9fff]{1,8}(?:[·•・][\u4e00-\u9fff]{1,8})+")
+"""A name written in its parts with a middle dot: a Uyghur's or a foreigner's (买买提·艾力)."""
 
 
 def person_name(name: str) -> bool:
@@ -43,6 +46,8 @@ def person_name(name: str) -> bool:
     name = "".join(name.split())
     if _PERSON_LABEL.fullmatch(name):
         return True
+    if _DOTTED.fullmatch(name):
+        return not name.endswith(ORGANISATION_ENDS)
     if not 2 <= len(name) <= 4 or not all(map(ideograph, name)):
         return False
     surname = 2 if name[:2] in COMPOUND_SURNAMES else 1 if name[0] in SURNAMES else 0
