@@ -705,7 +705,8 @@ class Extractor:
             fields = {name: found[name] for name in order if name in found}
             _check_second_prints(prepared.template, found, fields)
             _doubt_cut_off(prepared.template, prepared.cut_off, fields)
-            _no_tax_id_for_a_person(prepared.template, fields, _blank(prepared))
+            blank = _blank(prepared.crops, prepared.template)
+            _no_tax_id_for_a_person(prepared.template, fields, blank)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             _check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -866,6 +867,7 @@ class Extractor:
                 c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
                 for c, read in zip(crops, reads, strict=True)
             }
+            _no_tax_id_for_a_person(template, second, _blank(crops, template))
         page = _Page(image, homography, template, bend) if homography is not None else None
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
@@ -1799,13 +1801,13 @@ def _check_parties(template: Template, parties: Parties, fields: dict[str, Field
             _flag(tax_id, f"{source} gives {name.value!r} the tax id {owner}")
 
 
-def _blank(prepared: PreparedPage) -> set[str]:
+def _blank(crops: Sequence[Crop], template: Template) -> set[str]:
     """The fields whose box holds no print: no ink in it, or ink narrower than a quarter of the
     box (a speck, a stray mark: read as 1 or P, it is no value of a field that fills its box)."""
-    ppm = prepared.template.px_per_mm
+    ppm = template.px_per_mm
     return {
         crop.spec.name
-        for crop in prepared.crops
+        for crop in crops
         if not crop.has_ink or crop.image.shape[1] < BLANK_SHARE * crop.spec.box.w * ppm
     }
 

@@ -249,10 +249,14 @@ def dpi_for(seed: int, level: str) -> int:
 
 
 def printed_page(
-    seed: int, dpi: float, red_letter: bool = False, tax_exempt: bool = False
+    seed: int,
+    dpi: float,
+    red_letter: bool = False,
+    tax_exempt: bool = False,
+    buyer: Party | None = None,
 ) -> tuple[RenderedPage, dict[str, object]]:
     """The invoice of ``seed`` printed (by a laser printer) on white office paper."""
-    data, pages = digital_pdf([seed], red_letter=red_letter, tax_exempt=tax_exempt)
+    data, pages = digital_pdf([seed], red_letter=red_letter, tax_exempt=tax_exempt, buyer=buyer)
     with pymupdf.open(stream=data, filetype="pdf") as doc:
         image = render_pdf_page(doc[0], dpi)
     rng = random.Random(f"print:{seed}")
@@ -286,12 +290,13 @@ def make_digital_document(
     dpi: float | None = None,
     red_letter: bool = False,
     tax_exempt: bool = False,
+    buyer: Party | None = None,
 ) -> Document:
     """The 数电票 of ``seed`` printed and scanned at ``level`` (clean, light, medium, heavy);
     ``red_letter``: the red-letter invoice that cancels it; ``tax_exempt``: the sale exempt
-    from tax."""
+    from tax; ``buyer``: the buyer instead of the seed's."""
     dpi = dpi if dpi is not None else dpi_for(seed, level)
-    page, entry = printed_page(seed, dpi, red_letter, tax_exempt)
+    page, entry = printed_page(seed, dpi, red_letter, tax_exempt, buyer)
     scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
     truth: dict[str, object] = {
         "template": TEMPLATE,
