@@ -275,7 +275,8 @@ def lines_in_box(
     found = sorted(sure or found, key=lambda item: item[0])
     text = "".join(_strip_label(line.text, spec.label) for _, _, line in found)
     joined = check_value(spec, text) if len(found) > 1 else None
-    if joined is not None and (joined.errors or joined.note):  # fail, or pass by a part left out
+    # the pieces together fail, or pass only by a part left out (a seal's print of a tax id)
+    if joined is not None and (joined.errors or joined.left_out):
         alone = [
             item
             for item in found

@@ -1029,10 +1029,7 @@ class Extractor:
         # nor what was left out of the reading (a seal's print after a tax id)
         start = value_start(raw)
         end = _kept_end(raw, checked.left_out)
-        moot = {
-            FieldKind.date: lambda ch: not ch.isdigit(),
-            FieldKind.name: lambda ch: ch in BRACKETS,
-        }.get(spec.kind)
+        moot = _MOOT.get(spec.kind)
         telling = [
             i for i in range(start, end) if moot is None or checked.errors or not moot(raw[i])
         ]
@@ -1062,6 +1059,14 @@ class Extractor:
             source="roi",
             note=checked.note,
         )
+
+
+_MOOT: Mapping[FieldKind, Callable[[str], bool]] = {
+    FieldKind.date: lambda ch: not ch.isdigit(),
+    FieldKind.name: lambda ch: ch in BRACKETS,
+}
+"""Per kind, the characters whose doubt does not count once the value passes its checks
+(:meth:`Extractor._field`)."""
 
 
 def _kept_end(raw: str, left_out: int) -> int:

@@ -17,7 +17,8 @@ USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
 
 AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负"
 
-BRACKETS = "()（）"
+OPENING_BRACKETS, CLOSING_BRACKETS = "(（", ")）"
+BRACKETS = OPENING_BRACKETS + CLOSING_BRACKETS
 """Round brackets, half-width and full-width: print does not tell the two widths apart."""
 
 EXEMPT_MARK = "*"
@@ -53,11 +54,13 @@ def value_start(text: str) -> int:
     return 1 if text[:1] in tuple(LEADING_MARKS) else 0
 
 
+_AMOUNT = DIGITS + ".,¥￥-"
+
 NAMED_CHARSETS: Mapping[str, str] = MappingProxyType(
     {
         "digits": DIGITS,
-        "amount": DIGITS + ".,¥￥-",
-        "tax": DIGITS + ".,¥￥-" + EXEMPT_MARK,  # an amount, or *** (exempt from tax)
+        "amount": _AMOUNT,
+        "tax": _AMOUNT + EXEMPT_MARK,  # an amount, or *** (exempt from tax)
         "date": DIGITS + "年月日-./",
         "tax_id": DIGITS + UPPER,  # older 15/20-char ids may hold any capital
         "uscc": USCC_CHARSET,

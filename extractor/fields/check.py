@@ -13,7 +13,12 @@ from types import MappingProxyType
 
 import opencc
 
-from extractor.fields.charsets import ideograph, plain_character
+from extractor.fields.charsets import (
+    CLOSING_BRACKETS,
+    OPENING_BRACKETS,
+    ideograph,
+    plain_character,
+)
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
@@ -129,15 +134,12 @@ def _seal_id_after(value: str) -> bool:
     return common.size >= min(SEAL_ID_RUN, len(tail))
 
 
-_OPENING, _CLOSING = "（(", "）)"
-
-
 def _brackets_pair(value: str) -> bool:
     """Whether each closing bracket of ``value`` closes one opened before it, and every one
     opened is closed (a full-width and a half-width one pair: print does not tell them apart)."""
     depth = 0
     for ch in value:
-        depth += (ch in _OPENING) - (ch in _CLOSING)
+        depth += (ch in OPENING_BRACKETS) - (ch in CLOSING_BRACKETS)
         if depth < 0:
             return False
     return depth == 0

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
 
-from extractor.fields.charsets import EXEMPT_MARK, ideograph
+from extractor.fields.charsets import CLOSING_BRACKETS, EXEMPT_MARK, OPENING_BRACKETS, ideograph
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.words import parse_amount_words
@@ -173,9 +173,9 @@ def normalize_name(raw: str) -> str:
     opened: list[int] = []
     paired: set[int] = set()
     for i, ch in enumerate(text):
-        if ch in "(\uff08":
+        if ch in OPENING_BRACKETS:
             opened.append(i)
-        elif ch in ")\uff09" and opened:
+        elif ch in CLOSING_BRACKETS and opened:
             start = opened.pop()
             words = text[start + 1 : i]
             latin = any(c.isascii() and c.isalpha() for c in words)

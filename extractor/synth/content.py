@@ -432,7 +432,7 @@ def as_electronic(inv: Invoice) -> Invoice:
     QR code."""
     title = inv.title.replace("增值税普通发票", "增值税电子普通发票")
     region_year = inv.code[1:7] if len(inv.code) == 12 else inv.code[:6]
-    code = f"0{region_year}{int(inv.code[-5:-2]) % 1000:03d}11"
+    code = f"0{region_year}{inv.code[-5:-2]}11"
     return replace(inv, title=title, code=code, qr_type=QR_TYPE_ELECTRONIC)
 
 

@@ -407,10 +407,11 @@ def render_invoice(
         data_alpha = cv2.GaussianBlur(data_alpha, (0, 0), 0.25 * form.ppm / 7.87)
         data_alpha *= _mottle((h, w), nrng, 0.8 * form.ppm, 0.72)
     stamp_alpha = stamp.alpha() * _mottle((h, w), nrng, 1.5 * form.ppm, 0.45)
-    perforation = perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
-    holes = hole_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
-    if electronic:
-        perforation, holes = np.zeros_like(perforation), np.zeros_like(holes)
+    if electronic:  # no tractor strips
+        perforation = holes = np.zeros((h, w), np.float32)
+    else:
+        perforation = perforation_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
+        holes = hole_layer(L.PAGE_W, L.PAGE_H, dpi).alpha()
     image = compose(
         page,
         [
