@@ -353,3 +353,12 @@ def test_a_red_letter_invoice_cancels_its_blue_one(seed: int) -> None:
     fields = make_document(seed, "clean", red_letter=True).truth["pages"][0]["fields"]
     assert (fields["amount"], fields["total"]) == (f"{red.amount:.2f}", f"{red.total:.2f}")
     assert fields["total_in_words"] == fields["total"]
+
+
+def test_only_an_e_invoice_is_printed_on_an_a4_sheet() -> None:
+    """The paper form is printed on its own paper; an e-invoice's PDF on an office sheet."""
+    with pytest.raises(ValueError, match="a4 needs electronic"):
+        make_document(3, "clean", a4=True)
+    doc = make_document(3, "clean", electronic=True, a4=True)
+    h, w = doc.image.shape[:2]
+    assert h > 1.3 * w and doc.truth["degradations"]["sheet"]["scale"] < 0.85

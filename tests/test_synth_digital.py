@@ -308,6 +308,25 @@ def test_registration_is_exact_on_a_scan(template) -> None:
         assert np.abs(found - expected).max() < 0.6 * doc.dpi / 25.4, spec.name
 
 
+@pytest.mark.parametrize("level", ["clean", "medium"])
+def test_a_sheet_printed_on_a4_has_its_invoice_where_its_truth_says(template, level: str) -> None:
+    """``a4=True``: the invoice printed at the top of a portrait A4 sheet, scaled to the
+    printable width (0.95), the sheet scanned whole; the truth's map is the invoice's."""
+    doc = make_digital_document(5, level, a4=True)
+    h, w = doc.image.shape[:2]
+    assert h > 1.3 * w  # the sheet, portrait
+    assert doc.truth["degradations"]["sheet"]["scale"] == pytest.approx(200 / 210, abs=0.01)
+    alignment = register(doc.image, template)
+    assert alignment.score > 0.9
+    page_to_image = np.array(doc.truth["degradations"]["page_to_image"])
+    corners_mm = np.array([[[20, 20], [190, 120]]], np.float64)
+    expected = cv2.perspectiveTransform(corners_mm, page_to_image)[0]
+    found = cv2.perspectiveTransform(corners_mm * template.px_per_mm - 0.5, alignment.homography)
+    assert np.abs(found[0] - expected).max() < 0.6 * doc.dpi / 25.4
+    plain = make_digital_document(5, level).truth["pages"][0]["fields"]
+    assert doc.truth["pages"][0]["fields"] == plain  # the same invoice, on another paper
+
+
 def test_rendered_pdf_registers(template) -> None:
     path = documents(".pdf", "pdf")[0]
     with pymupdf.open(path) as doc:

@@ -24,7 +24,7 @@ import pymupdf
 
 from extractor.synth import digital_layout as D
 from extractor.synth.content import Party, as_red_letter, as_tax_exempt, printed_tax
-from extractor.synth.degrade import Scan, degrade
+from extractor.synth.degrade import Scan
 from extractor.synth.digital_content import DigitalInvoice, make_digital_invoice
 from extractor.synth.digital_form import (
     PT_PER_MM,
@@ -40,6 +40,7 @@ from extractor.synth.generate import Document, truth_json, write_pdf
 from extractor.synth.pages import A4_H, A4_W, letter, letter_layout
 from extractor.synth.raster import TextBox, to_uint8
 from extractor.synth.render import RenderedPage, paper
+from extractor.synth.sheet import degrade_on
 
 TEMPLATE = "vat_invoice_digital"
 PDF_LEVEL = "digital_pdf"
@@ -291,13 +292,15 @@ def make_digital_document(
     red_letter: bool = False,
     tax_exempt: bool = False,
     buyer: Party | None = None,
+    a4: bool = False,
 ) -> Document:
     """The 数电票 of ``seed`` printed and scanned at ``level`` (clean, light, medium, heavy);
     ``red_letter``: the red-letter invoice that cancels it; ``tax_exempt``: the sale exempt
-    from tax; ``buyer``: the buyer instead of the seed's."""
+    from tax; ``buyer``: the buyer instead of the seed's; ``a4``: printed at the top of an A4
+    sheet, the sheet scanned or photographed whole (:func:`~extractor.synth.sheet.on_a4`)."""
     dpi = dpi if dpi is not None else dpi_for(seed, level)
     page, entry = printed_page(seed, dpi, red_letter, tax_exempt, buyer)
-    scan = degrade(page, level, random.Random(f"scan:{seed}:{level}"))
+    scan = degrade_on(page, level, random.Random(f"scan:{seed}:{level}"), a4)
     truth: dict[str, object] = {
         "template": TEMPLATE,
         "seed": seed,

@@ -33,6 +33,7 @@ from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
 from extractor.synth.pages import cover_letter, delivery_note
 from extractor.synth.readme import README, digital_section, level_table
 from extractor.synth.render import Pins, RenderedPage, render_invoice
+from extractor.synth.sheet import degrade_on
 
 TEMPLATE = "vat_invoice"
 CLEAN_DPI = 200
@@ -98,6 +99,7 @@ def make_document(
     form_ink: str = "brown",
     pins: Pins | None = None,
     electronic: bool = False,
+    a4: bool = False,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
@@ -107,10 +109,14 @@ def make_document(
     ``form_ink``: the form's colour (:data:`~extractor.synth.form.FORM_INKS`). ``pins``: the
     data printed dot by dot by that dot-matrix head (:class:`~extractor.synth.render.Pins`).
     ``electronic``: the seed's invoice as a 增值税电子普通发票 (its PDF's image, printed or shown,
-    at ``level``: :func:`~extractor.synth.content.as_electronic`)."""
+    at ``level``: :func:`~extractor.synth.content.as_electronic`); ``a4``: that PDF printed at
+    the top of an A4 sheet, the sheet scanned or photographed whole
+    (:func:`~extractor.synth.sheet.on_a4`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
+    if a4 and not electronic:
+        raise ValueError("a4 needs electronic: the paper form is printed on its own paper")
     draws, _ = MIXED_LEVELS.get(level, (level, level))
     dpi = dpi if dpi is not None else dpi_for(seed, draws)
     inv = make_invoice(random.Random(seed))
@@ -131,7 +137,7 @@ def make_document(
         pins=pins,
         electronic=electronic,
     )
-    scan = degrade(page, level, random.Random(f"scan:{seed}:{draws}"))
+    scan = degrade_on(page, level, random.Random(f"scan:{seed}:{draws}"), a4)
     truth: dict[str, object] = {
         "template": template,
         "seed": seed,
