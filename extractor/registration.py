@@ -15,7 +15,7 @@ measured on the form's rules and taken out (:mod:`extractor.bend`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from itertools import combinations
 from pathlib import Path
@@ -40,7 +40,17 @@ MAX_FORMS = 4
 BESIDE_MARGIN_MM = 5.0
 """How far round a form found its outline is painted over before another is looked for: the
 form's margin, the print outside its frame."""
+OVERLAP_SHARE = 0.25
+"""A form found after one was painted over whose page overlaps that one's by more than this
+share of the smaller is no form beside it but what surrounds it: the A4 sheet a 数电票 was
+printed on, photographed on a dark desk, matched 0.58 by the sheet's outline."""
 SURE_OUTLINE = 0.9  # an outline whose ruling overlays the reference this well ends the search
+ZOOM_SHARE = 0.7
+"""A candidate piece whose long side is under this share of the working page's is searched
+again cut out of the full page (:func:`_small_pieces`) where no outline is sure."""
+ZOOM_MARGIN = 0.1
+"""Of a piece's size, the page kept round it when it is cut out: the form's print outside its
+frame, and a frame the piece holds only part of."""
 SEAL_MIN_VALUE = 60
 """HSV value (0-255) a seal's ink stays above: of the seal pixels found on the 168 fixture and
 fresh pages' working copies, 1.5% lie below 80; black print taken for red lies below 50."""
@@ -415,6 +425,76 @@ def _order(quad: np.ndarray) -> np.ndarray:
 def register(page: np.ndarray, template: Template) -> Alignment:
     """Align ``page`` (BGR or gray) to ``template``'s reference."""
     ref = reference_for(template)
+    first, candidates = _register(page, template, ref)
+    if first.score >= SURE_OUTLINE or not candidates:
+        return first
+    best = first
+    for x0, y0, x1, y1 in _small_pieces(candidates, page.shape[:2]):
+        zoomed, _ = _register(page[y0:y1, x0:x1], template, ref)
+        if zoomed.score > best.score and zoomed.homography is not None:
+            homography = np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], np.float64)
+            homography = homography @ zoomed.homography
+            best = replace(zoomed, homography=homography)
+        if best.score >= SURE_OUTLINE:
+            break
+    if best is first:
+        return first
+    assert best.homography is not None
+    page_scale = min(1.0, PAGE_WORK_SIDE / max(page.shape[:2]))
+    to_page = np.diag([page_scale, page_scale, 1.0]) @ best.homography
+    to_page = to_page @ np.diag([1 / ref.scale, 1 / ref.scale, 1.0])
+    chosen = _piece_under(candidates, to_page, ref)
+    beside = best.matched and chosen is not None and _beside(candidates, chosen, to_page, ref)
+    return replace(best, beside=beside)
+
+
+def _small_pieces(
+    candidates: list[Candidate], size: tuple[int, int]
+) -> list[tuple[int, int, int, int]]:
+    """The page's regions (full px: x0, y0, x1, y1) round each candidate piece small enough on
+    the working page that it would be read larger cut out of the full page: a form
+    photographed small in its frame (a 数电票 printed on an A4 sheet, the sheet on a dark desk),
+    whose thin rules the working page blurs away. Largest first."""
+    h, w = size
+    page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
+    if page_scale >= 1:
+        return []
+    regions = []
+    for piece in {id(c.piece): c.piece for c in candidates}.values():
+        x0, y0, x1, y1 = _bounds(piece)
+        if max(x1 - x0, y1 - y0) > ZOOM_SHARE * PAGE_WORK_SIDE:
+            continue
+        mx, my = ZOOM_MARGIN * (x1 - x0), ZOOM_MARGIN * (y1 - y0)
+        regions.append(
+            (
+                max(0, int((x0 - mx) / page_scale)),
+                max(0, int((y0 - my) / page_scale)),
+                min(w, int((x1 + mx) / page_scale) + 1),
+                min(h, int((y1 + my) / page_scale) + 1),
+            )
+        )
+    return regions
+
+
+def _piece_under(
+    candidates: list[Candidate], to_page: np.ndarray, ref: Reference
+) -> Candidate | None:
+    """The candidate whose piece holds the centre of the frame ``to_page`` (reference work px
+    -> page work px) puts on the page."""
+    quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
+    cx, cy = quad.mean(axis=0)
+    for candidate in candidates:
+        x0, y0, x1, y1 = _bounds(candidate.piece)
+        if x0 <= cx <= x1 and y0 <= cy <= y1:
+            return candidate
+    return None
+
+
+def _register(
+    page: np.ndarray, template: Template, ref: Reference
+) -> tuple[Alignment, list[Candidate]]:
+    """:func:`register` on the page as it is: the alignment and the frame candidates (on the
+    working page) it chose from."""
     h, w = page.shape[:2]
     page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
     small = to_gray(page)
@@ -429,7 +509,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         ink[seal_mask(page)] = 0  # a seal over the frame's corner would bend its outline
     candidates = frame_candidates(ink)
     if not candidates:
-        return Alignment(False, 0.0, None, reason="no ruled form frame found on the page")
+        return Alignment(False, 0.0, None, reason="no ruled form frame found on the page"), []
 
     best, candidate = _best_outline(ref, small, candidates)
     if best.score < SURE_OUTLINE:
@@ -472,7 +552,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     homography /= homography[2, 2]
     matched = score >= template.registration.match_threshold
     beside = matched and _beside(candidates, candidate, np.linalg.inv(to_ref), ref)
-    return Alignment(
+    alignment = Alignment(
         matched=matched,
         score=round(float(score), 4),
         homography=homography,
@@ -485,6 +565,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
         on_form=on_form,
         beside=beside,
     )
+    return alignment, candidates
 
 
 def forms_beside(
@@ -496,16 +577,27 @@ def forms_beside(
     margin), until no other matches. Only pages holding such a piece pay for the look."""
     found: list[Alignment] = []
     rest, last = page, alignment
+    painted: list[Box] = []
     while last.beside and last.homography is not None and len(found) < limit:
         corners = form_outline(template, last.homography, BESIDE_MARGIN_MM)
+        painted.append(_box_of(corners))
         rest = rest.copy()
         white = (255,) * rest.shape[2] if rest.ndim == 3 else 255
         cv2.fillConvexPoly(rest, np.round(corners).astype(np.int32), white)
         last = register(rest, template)
-        if not last.matched:
+        if not last.matched or last.homography is None:
             break
+        outline = _box_of(form_outline(template, last.homography))
+        if any(smaller_share(outline, box) > OVERLAP_SHARE for box in painted):
+            break  # forms side by side do not overlap: the sheet the form is printed on
         found.append(last)
     return found
+
+
+def _box_of(corners: np.ndarray) -> Box:
+    x0, y0 = corners.min(axis=0)
+    x1, y1 = corners.max(axis=0)
+    return float(x0), float(y0), float(x1), float(y1)
 
 
 def form_outline(template: Template, homography: np.ndarray, margin_mm: float = 0.0) -> np.ndarray:

@@ -6,7 +6,9 @@ import cv2
 import numpy as np
 import pytest
 
-from extractor.registration import _quad, fit_sides, register
+from extractor.registration import _quad, fit_sides, forms_beside, register
+from extractor.synth.digital import make_digital_document
+from extractor.synth.generate import make_document
 from extractor.templates import TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -84,3 +86,42 @@ def test_a_frame_the_small_working_copy_shows_in_pieces_registers_whole(
     assert alignment.matched and alignment.score > 0.95
     found = cv2.perspectiveTransform(grid, alignment.homography)[0] - [0, top]
     assert np.linalg.norm(found - alone, axis=1).max() < 4
+
+
+def _frame_error(
+    template_name: str, image: np.ndarray, truth: dict, homography: np.ndarray
+) -> float:
+    """The largest distance (px) between where ``homography`` and the truth's page-to-image map
+    put the form's corners, 10 mm in."""
+    template = TemplateStore().get(template_name)
+    w, h = template.page.width_mm, template.page.height_mm
+    mm = np.array([[[10, 10], [w - 10, 10], [w - 10, h - 10], [10, h - 10]]], np.float64)
+    true = cv2.perspectiveTransform(mm, np.array(truth["degradations"]["page_to_image"]))[0]
+    found = cv2.perspectiveTransform(mm * template.px_per_mm, homography)[0]
+    return float(np.abs(true - found).max())
+
+
+@pytest.mark.parametrize("seed", [20373000, 20373010, 20373012])
+def test_an_e_invoice_photographed_small_on_its_a4_sheet_registers_by_its_frame(seed: int) -> None:
+    """A 增值税电子普通发票 printed at the top of an A4 sheet, the sheet photographed on a desk:
+    the form is a third of the photo, and on the 1,200 px working copy its thin rules blur
+    away; the sheet's outline matched best (0.56-0.57), 1,000-1,800 px off. Each candidate
+    piece that small is searched again cut out of the full photo, where the frame is sharp."""
+    doc = make_document(seed, "heavy", electronic=True, a4=True)
+    alignment = register(doc.image, TemplateStore().get("vat_invoice"))
+    assert alignment.matched and alignment.score > 0.9
+    assert _frame_error("vat_invoice", doc.image, doc.truth, alignment.homography) < 4
+
+
+@pytest.mark.parametrize("seed", [20373001, 20373004])
+def test_the_a4_sheet_round_a_photographed_form_is_no_second_form(seed: int) -> None:
+    """A 数电票 printed on an A4 sheet, photographed on a dark desk: the sheet is a piece of the
+    frame's size outside it (two invoices photographed together?), and with the form painted
+    over, the sheet's outline matched the form at 0.58 (above the 数电票's threshold): a second
+    result of garbage, read first. A form that overlaps one found is what surrounds it."""
+    template = TemplateStore().get("vat_invoice_digital")
+    doc = make_digital_document(seed, "heavy", a4=True)
+    alignment = register(doc.image, template)
+    assert alignment.matched and alignment.beside  # the sheet is looked at...
+    assert forms_beside(doc.image, template, alignment) == []  # ...and is no form
+    assert _frame_error("vat_invoice_digital", doc.image, doc.truth, alignment.homography) < 4
