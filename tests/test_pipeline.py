@@ -492,6 +492,34 @@ def test_no_amount_is_corrected_from_a_term_read_in_doubt_and_taken_as_read() ->
     assert not fields["amount"].valid and not fields["tax"].valid
 
 
+def test_no_amount_is_corrected_from_a_term_read_unsure() -> None:
+    """An e-invoice photographed small on its A4 sheet read '¥77193.78' as '977193.78', '¥10035.19'
+    as '910035.19' (tax at 0.64) and ¥87228.97 as 67228.97 (passing): with both ¥ read as
+    digits, the amount one character off total - tax, it was 'corrected' to 57193.78, and the
+    wrong total passed with it. A 数电票 so photographed: the amount corrected from a tax read
+    492.84 at 0.72 from the fallback (492.04). A value given by other readings is as sure as
+    they are: a term read under MEND_TERM_CONFIDENCE gives none; the same readings surer do."""
+    template = TemplateStore().get("vat_invoice")
+    for confidence, mended in ((0.64, False), (0.9, True)):
+        fields = _amounts(
+            amount=("977193.78", ["uncertain character '9' at 1 (confidence 0.30)"]),
+            tax=("910035.19", ["uncertain character '9' at 1 (confidence 0.20)"]),
+            total_in_words=(None, ["empty"]),
+        )
+        fields["tax"].confidence = confidence
+        fields["total"].value = fields["total"].raw = "67228.97"
+        _mend_amounts(template, fields)
+        assert (fields["amount"].value == "57193.78") is mended
+        assert fields["amount"].valid is mended
+    for confidence, mended in ((0.72, False), (0.85, True)):
+        fields = _amounts(total=("5100.001", ["not an amount"]), total_in_words=(None, ["empty"]))
+        fields["tax"].confidence = confidence
+        _mend_amounts(template, fields)
+        assert (fields["total"].value, fields["total"].valid) == (
+            ("5100.00", True) if mended else ("5100.001", False)
+        )
+
+
 def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> None:
     """geometry/vat_invoice_0053 read ⊗叁万伍仟玖佰壹拾陆元柒角肆分 without its 柒: one character
     off the words of a total that amount + tax vouch for, so the words take the total; two
@@ -1514,3 +1542,16 @@ def test_a_person_has_no_tax_id_on_a_page_aligned_by_its_labels(extractor: Extra
     assert page.registration == "labels"
     tax_id = page.fields["buyer_tax_id"]
     assert (tax_id.value, tax_id.valid) == (None, True) and "张伟" in (tax_id.note or "")
+
+
+def test_print_in_an_optional_fields_box_read_as_nothing_is_flagged(extractor: Extractor) -> None:
+    """An e-invoice photographed small on its A4 sheet, its QR code past decoding: under the
+    paper form's check code box the e-invoice prints its machine number, blurred past reading,
+    and the recogniser read nothing; the check code (optional: a 专用发票 has none) was absent
+    and valid, where the e-invoice prints one at its top right. Print read as nothing is no
+    absent value: flagged."""
+    doc = make_document(20373012, "heavy", electronic=True, a4=True)
+    (page, *_) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    check_code = page.fields["check_code"]
+    expected = doc.truth["pages"][0]["fields"]["check_code"]
+    assert check_code.valid is False or check_code.value == expected
