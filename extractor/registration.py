@@ -423,7 +423,9 @@ def _order(quad: np.ndarray) -> np.ndarray:
 
 
 def register(page: np.ndarray, template: Template) -> Alignment:
-    """Align ``page`` (BGR or gray) to ``template``'s reference."""
+    """Align ``page`` (BGR or gray) to ``template``'s reference: on its working copy, and where
+    no outline there is sure, again on each small candidate piece cut out of the full page
+    (:func:`_small_pieces`), the best kept."""
     ref = reference_for(template)
     first, candidates = _register(page, template, ref)
     if first.score >= SURE_OUTLINE or not candidates:
@@ -479,15 +481,20 @@ def _small_pieces(
 def _piece_under(
     candidates: list[Candidate], to_page: np.ndarray, ref: Reference
 ) -> Candidate | None:
-    """The candidate whose piece holds the centre of the frame ``to_page`` (reference work px
-    -> page work px) puts on the page."""
+    """The candidate whose piece's box is the smallest to hold the centre of the frame
+    ``to_page`` (reference work px -> page work px) puts on the page: the frame's, not the
+    desk's round it."""
     quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
     cx, cy = quad.mean(axis=0)
-    for candidate in candidates:
-        x0, y0, x1, y1 = _bounds(candidate.piece)
-        if x0 <= cx <= x1 and y0 <= cy <= y1:
-            return candidate
-    return None
+    holding = [
+        (box, candidate)
+        for candidate in candidates
+        for box in [_bounds(candidate.piece)]
+        if box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+    ]
+    if not holding:
+        return None
+    return min(holding, key=lambda held: (held[0][2] - held[0][0]) * (held[0][3] - held[0][1]))[1]
 
 
 def _register(
