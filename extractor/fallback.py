@@ -33,7 +33,7 @@ import numpy as np
 from extractor.bend import Bend
 from extractor.fields import check_value
 from extractor.fullpage import TextLine, View, mapped
-from extractor.templates import FieldSpec, Template
+from extractor.templates import FieldKind, FieldSpec, Template
 
 MIN_LABEL_MATCHES = 4
 MIN_LABEL_SCORE = 0.45
@@ -377,6 +377,33 @@ def beside_label(
         if norm(line.text) not in stoplist and not check_value(spec, line.text).errors:
             return line.text, line.score, line.quad
     return None
+
+
+_WRITTEN_DATE = re.compile(r"\d{4}年\d{1,2}月\d{1,2}日")
+
+
+def written_date(
+    lines: list[TextLine], spec: FieldSpec, near: tuple[np.ndarray, float] | None
+) -> tuple[str, float, np.ndarray] | None:
+    """A date field's value from the one line within reach of its box (``near``: page point,
+    radius in px) that holds a date written out (2024年12月07日), whatever label it follows or
+    however that was read: the e-invoice prints 开票日期 in its top band above the paper form's
+    box, and blur read it 升亲日期. No other field is printed so; two such lines in reach (a
+    remark's service period) give none."""
+    if spec.kind is not FieldKind.date or near is None:
+        return None
+    point, radius = near
+    found = [
+        (match.group(0), line)
+        for line in lines
+        if np.linalg.norm(line.centre - point) <= radius
+        for match in [_WRITTEN_DATE.search(norm(line.text))]
+        if match is not None and not check_value(spec, match.group(0)).errors
+    ]
+    if len(found) != 1:
+        return None
+    text, line = found[0]
+    return text, line.score, line.quad
 
 
 def rows_to_read(specs: list[FieldSpec], template: Template, homography: np.ndarray) -> list[View]:

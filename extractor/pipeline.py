@@ -44,6 +44,7 @@ from extractor.fallback import (
     norm,
     rows_to_read,
     unflattened,
+    written_date,
 )
 from extractor.fields import (
     BRACKETS,
@@ -881,8 +882,9 @@ class Extractor:
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
             """The field's readings, first choice first: as read, re-read on the label-aligned
-            page, the page's lines in its box, the line beside its label. Each is made when
-            asked for: a line's reading can cost a second recognition of it."""
+            page, the page's lines in its box, the line beside its label, a date's line written
+            out in reach (:func:`written_date`). Each is made when asked for: a line's reading
+            can cost a second recognition of it."""
             yield fields.get(spec.name)
             yield second.get(spec.name)
             if homography is not None:
@@ -892,6 +894,7 @@ class Extractor:
             alone = _alone(spec, template)
             found = beside_label(lines, spec, near, reference.texts, alone=alone)
             yield self._from_text(spec, found, page)
+            yield self._from_text(spec, written_date(lines, spec, near), page)
 
         merged: dict[str, FieldResult] = {}
         for spec in template.fields:

@@ -23,6 +23,7 @@ from extractor.fallback import (
     near_fields,
     rows_to_read,
     unflattened,
+    written_date,
 )
 from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.label_cache import reference_lines
@@ -314,3 +315,23 @@ def test_a_glance_looks_for_a_fields_label_or_enough_labels_to_align_by() -> Non
     copy = pickle.loads(pickle.dumps(note))  # it goes to the fallback's process as it is
     assert copy("税率") is False and copy("密 码 区") is True  # the 8th distinct label
     assert note("税率") is False and note("备注") is True
+
+
+def test_a_date_written_out_is_found_in_reach_whatever_its_label_reads() -> None:
+    """An e-invoice whose QR code did not decode: 开票日期 is printed in its top band, above the
+    paper form's box, and blur read it 升亲日期, so no label led to 2024年12月07日. The one line in
+    reach of the date's box that holds a date written out is the date; two (a remark's period),
+    one out of reach, or another field's spec: none."""
+    template = TemplateStore().get("vat_invoice")
+    spec = template.field("issue_date")
+    near = (np.array([1000.0, 250.0]), 350.0)
+    label, value = _line("升亲日期：", 800, 180, 110, 0), _line("2024年12月07日", 920, 180, 160, 0)
+    found = written_date(
+        [label, value, _line("77202 59541 00055 10672", 920, 230, 250, 0)], spec, near
+    )
+    assert found is not None and found[0] == "2024年12月07日"
+    period = _line("服务期间2024年1月1日至2024年12月31日", 850, 400, 400, 0)
+    assert written_date([label, value, period], spec, near) is None
+    assert written_date([label, _line("2024年12月07日", 200, 900, 160, 0)], spec, near) is None
+    assert written_date([label, value], template.field("check_code"), near) is None
+    assert written_date([_line("20241207", 920, 180, 120, 0)], spec, near) is None
