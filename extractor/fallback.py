@@ -504,9 +504,12 @@ class NearFields:
             return True
         if (not self.short_labels and _one_character(mm)) or _inside(cx, cy, self.taken):
             return False
+        area = max((x1 - x0) * (y1 - y0), 1e-6)
         if any(
-            x1 > left and x0 < right and y1 > top and y0 < bottom
+            (min(x1, right) - max(x0, left)) * (min(y1, bottom) - max(y0, top))
+            > OVER_PRINT_SHARE * area
             for left, top, right, bottom in self.others
+            if x1 > left and x0 < right and y1 > top and y0 < bottom
         ):
             return False
         return any(
@@ -540,6 +543,10 @@ def _others_print(
     return spans
 
 
+OVER_PRINT_SHARE = 0.25
+"""A line lies over the form's own print (:func:`near_fields`) where more than this share of
+its box does: one that grazes it is another layout's line beside it (the e-invoice's 发票代码
+and 发票号码 labels, a millimetre into the paper form's № at the top right)."""
 ONE_CHARACTER = 1.5
 """A line no wider than this many times its height holds one character (and maybe a colon)."""
 

@@ -335,3 +335,16 @@ def test_a_date_written_out_is_found_in_reach_whatever_its_label_reads() -> None
     assert written_date([label, _line("2024年12月07日", 200, 900, 160, 0)], spec, near) is None
     assert written_date([label, value], template.field("check_code"), near) is None
     assert written_date([_line("20241207", 920, 180, 120, 0)], spec, near) is None
+
+
+def test_a_line_that_grazes_the_forms_print_is_not_taken_for_it() -> None:
+    """The e-invoice prints 发票代码： at 160-176 mm, 7.5-10.5 mm: a millimetre into the paper
+    form's № (164-172 mm, 9.8-16.1 mm), it was left out as the form's own print, and the code
+    beside it never found. Over a quarter of a line's box, the form's print is what it is."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    no = np.array([[164.1, 9.8], [172.0, 9.8], [172.0, 16.1], [164.1, 16.1]], np.float32) * ppm
+    specs = [template.field("invoice_code"), template.field("invoice_number")]
+    near = near_fields(specs, template, np.eye(3), form=[TextLine(no, "No", 0.99)])
+    assert near(_across(ppm, 160.0, 176.0, 9.0))  # grazes the №
+    assert not near(_across(ppm, 160.0, 176.0, 13.0))  # lies over it
