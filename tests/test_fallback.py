@@ -338,9 +338,9 @@ def test_a_date_written_out_is_found_in_reach_whatever_its_label_reads() -> None
 
 
 def test_a_line_that_grazes_the_forms_print_is_not_taken_for_it() -> None:
-    """The e-invoice prints 发票代码： at 160-176 mm, 7.5-10.5 mm: a millimetre into the paper
-    form's № (164-172 mm, 9.8-16.1 mm), it was left out as the form's own print, and the code
-    beside it never found. Over a quarter of a line's box, the form's print is what it is."""
+    """The e-invoice prints 发票代码： at 160-176 mm, 7.5-10.5 mm: 0.7 mm into the paper form's №
+    (164-172 mm, 9.8-16.1 mm), it was left out as the form's own print, and the code beside it
+    never found. A line runs over the form's print across half its height or more."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
     no = np.array([[164.1, 9.8], [172.0, 9.8], [172.0, 16.1], [164.1, 16.1]], np.float32) * ppm
