@@ -159,10 +159,10 @@ read every digit at 0.97 or more."""
 MEND_TERM_CONFIDENCE = 0.8
 """A reading that gives another field its value through a rule, a character of that field's
 reading corrected (:func:`_mend_amounts`, :func:`_mend_slips_in_sum`), is read at least this
-sure. On the fixtures and 104
-fresh pages the terms of every such mend (all right) were read at 0.88 or more; on blurred
-photos of A4 sheets an e-invoice or a 数电票 was printed on, two wrong mends leant on a tax
-read at 0.64 and 0.72 (7 read 5 in the amount and the total alike, 0 read 8)."""
+sure. On the fixtures and 104 fresh pages the terms of every such mend (all right) were read at
+0.88 or more; on blurred photos of A4 sheets an e-invoice or a 数电票 was printed on, two wrong
+mends leant on a tax read at 0.64 and 0.72 (7 read 5 in the amount and the total alike, 0 read
+8)."""
 BLANK_SHARE = 0.25
 """A box whose ink is narrower than this share of it holds no value (:func:`_blank`)."""
 _LOW_CONFIDENCE = "low recognition confidence"  # a reading's

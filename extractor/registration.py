@@ -290,7 +290,7 @@ def joined_candidates(candidates: list[Candidate]) -> list[Candidate]:
     piece's outline already is): a frame the page shows in pieces (a seal's mask or a faded stretch
     cutting its lines where the page is worked on small: a 数电票 printed on the top of an A4
     sheet, its frame in two pieces, matched 0.87 by its right piece alone, 280 px off)."""
-    pieces = list({id(c.piece): c.piece for c in candidates}.values())
+    pieces = _pieces(candidates)
     boxes = [_bounds(piece) for piece in pieces]
     return [
         outline
@@ -298,6 +298,11 @@ def joined_candidates(candidates: list[Candidate]) -> list[Candidate]:
         if smaller_share(box_a, box_b) < 0.9
         for outline in _outlines(a | b)
     ]
+
+
+def _pieces(candidates: list[Candidate]) -> list[np.ndarray]:
+    """The candidates' ink pieces, each once (a piece gives two outlines)."""
+    return list({id(c.piece): c.piece for c in candidates}.values())
 
 
 def _bounds(piece: np.ndarray) -> Box:
@@ -442,7 +447,7 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     if best is first:
         return first
     assert best.homography is not None
-    page_scale = min(1.0, PAGE_WORK_SIDE / max(page.shape[:2]))
+    page_scale = _work_scale(page.shape)
     to_page = np.diag([page_scale, page_scale, 1.0]) @ best.homography
     to_page = to_page @ np.diag([1 / ref.scale, 1 / ref.scale, 1.0])
     chosen = _piece_under(candidates, to_page, ref)
@@ -458,11 +463,11 @@ def _small_pieces(
     photographed small in its frame (a 数电票 printed on an A4 sheet, the sheet on a dark desk),
     whose thin rules the working page blurs away. Largest first."""
     h, w = size
-    page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
+    page_scale = _work_scale(size)
     if page_scale >= 1:
         return []
     regions = []
-    for piece in {id(c.piece): c.piece for c in candidates}.values():
+    for piece in _pieces(candidates):
         x0, y0, x1, y1 = _bounds(piece)
         if max(x1 - x0, y1 - y0) > ZOOM_SHARE * PAGE_WORK_SIDE:
             continue
@@ -484,8 +489,7 @@ def _piece_under(
     """The candidate whose piece's box is the smallest to hold the centre of the frame
     ``to_page`` (reference work px -> page work px) puts on the page: the frame's, not the
     desk's round it."""
-    quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
-    cx, cy = quad.mean(axis=0)
+    cx, cy = _frame_on(ref, to_page).mean(axis=0)
     holding = [
         (box, candidate)
         for candidate in candidates
@@ -497,13 +501,25 @@ def _piece_under(
     return min(holding, key=lambda held: (held[0][2] - held[0][0]) * (held[0][3] - held[0][1]))[1]
 
 
+def _work_scale(shape: tuple[int, ...]) -> float:
+    """Of a page's full px, its working copy's: :data:`PAGE_WORK_SIDE` on its long side at
+    most."""
+    return min(1.0, PAGE_WORK_SIDE / max(shape[:2]))
+
+
+def _frame_on(ref: Reference, to_page: np.ndarray) -> np.ndarray:
+    """The reference's frame corners on the page (4 x 2), through ``to_page`` (reference work
+    px -> page work px)."""
+    return cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
+
+
 def _register(
     page: np.ndarray, template: Template, ref: Reference
 ) -> tuple[Alignment, list[Candidate]]:
     """:func:`register` on the page as it is: the alignment and the frame candidates (on the
     working page) it chose from."""
     h, w = page.shape[:2]
-    page_scale = min(1.0, PAGE_WORK_SIDE / max(h, w))
+    page_scale = _work_scale(page.shape)
     small = to_gray(page)
     if page_scale < 1:
         size = (round(w * page_scale), round(h * page_scale))
@@ -630,13 +646,13 @@ def _beside(
     """Whether a candidate piece other than ``chosen`` lies outside the reference's frame on
     the page (``to_page``: reference work px -> page work px) with a bounding box at least
     :data:`BESIDE_FRACTION` of the frame's."""
-    quad = cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
+    quad = _frame_on(ref, to_page)
     frame = cv2.boundingRect(quad.astype(np.float32))
     area = frame[2] * frame[3]
-    for candidate in {id(c.piece): c for c in candidates}.values():
-        if candidate.piece is chosen.piece:
+    for piece in _pieces(candidates):
+        if piece is chosen.piece:
             continue
-        x, y, w, h = cv2.boundingRect(candidate.piece.astype(np.uint8))
+        x, y, w, h = cv2.boundingRect(piece.astype(np.uint8))
         centre = (float(x + w / 2), float(y + h / 2))
         outside = cv2.pointPolygonTest(quad.astype(np.float32), centre, False) < 0
         if outside and w * h >= BESIDE_FRACTION * area:
