@@ -178,7 +178,7 @@ class FullPageOCR:
         self.provider = provider
         self.setting = (
             f"rapidocr {version('rapidocr')}, {provider}, detection at {DET_MAX_SIDE} px, "
-            f"lines read {REC_BATCH[provider]} at a time"
+            f"lines read {REC_BATCH[provider]} at a time, outlines from their text's start"
         )
         """What, besides the image, decides the lines found (:mod:`extractor.label_cache`)."""
 
@@ -220,7 +220,10 @@ class FullPageOCR:
         on it (a name's line found shorter at another). With ``keep`` (a line's 4x2 outline,
         image px -> bool), lines it refuses are not read."""
         if views is None:
-            return self._read(image, DET_MAX_SIDE, keep)
+            try:
+                return self._read(image, DET_MAX_SIDE, keep, orient=True)
+            except _TurnedPage as turned:  # read again, the page's text set upright
+                views = [turned.view(image.shape)]
         scale = min(1.0, DET_MAX_SIDE / max(image.shape[:2]))
         lines = []
         for view in views:
@@ -261,9 +264,11 @@ class FullPageOCR:
                 return True  # no telling at this size: read it whole
         for box in sorted(boxes, key=lambda quad: (quad[:, 1].min(), quad[:, 0].min())):
             line = get_rotate_crop_image(image, np.array(box, np.float32))
-            start = line[:, : GLANCE_HEIGHTS * line.shape[0]]
+            reach = GLANCE_HEIGHTS * line.shape[0]
             try:
-                upright, _ = engine.cls_and_rotate([start])
+                upright, direction = engine.cls_and_rotate([line[:, :reach]])
+                if _upside_down(engine, direction.cls_res[0]):  # its start is at the crop's end
+                    upright = [cv2.rotate(line[:, -reach:], cv2.ROTATE_180)]
                 text = engine.recognize_txt(upright).txts[0]
             except RapidOCRError:  # nothing read on it
                 continue
@@ -272,21 +277,29 @@ class FullPageOCR:
         return False
 
     def _read(
-        self, image: np.ndarray, det_side: int, keep: Callable[[np.ndarray], bool] | None = None
+        self,
+        image: np.ndarray,
+        det_side: int,
+        keep: Callable[[np.ndarray], bool] | None = None,
+        orient: bool = False,
     ) -> list[TextLine]:
         """RapidOCR on ``image``, detection on it shrunk to ``det_side`` px on its long side
-        (one call at a time: the engine is set up for it, as a worker's one thread does)."""
+        (one call at a time: the engine is set up for it, as a worker's one thread does). With
+        ``orient``, an image whose text reads turned raises :class:`_TurnedPage` before its
+        lines are recognised (:class:`_Steps`)."""
         engine = self._engine
         detector = engine._load_det_model()  # private (rapidocr is pinned)
         detector.limit_side_len = det_side
-        if keep is not None:  # an instance attribute: RapidOCR's own call finds it
+        if keep is not None:  # instance attributes: RapidOCR's own call finds them
             engine.detect_and_crop = _keeping(engine, keep, image.shape)
+        engine.run_ocr_steps = _Steps(engine, orient)
         try:
             with large_buffers_mapped():  # its activations must not fragment the worker's heap
                 result = engine(image)
         finally:
             detector.limit_side_len = DET_MAX_SIDE
             engine.__dict__.pop("detect_and_crop", None)
+            engine.__dict__.pop("run_ocr_steps", None)
         if result.boxes is None or result.txts is None:
             return []
         return [
@@ -296,6 +309,102 @@ class FullPageOCR:
             for box, text, score in zip(result.boxes, result.txts, result.scores, strict=True)
             if str(text).strip()
         ]
+
+
+class _TurnedPage(Exception):
+    """The page's text reads turned ``turns`` quarter turns clockwise: set upright by turning it
+    as many counter-clockwise (:meth:`view`), it reads as a page scanned upright does."""
+
+    def __init__(self, turns: int):
+        super().__init__(f"the page reads turned {90 * turns} degrees")
+        self.turns = turns
+
+    def view(self, shape: tuple[int, ...]) -> View:
+        """The page (``shape``: its image's) turned upright, as a :class:`View`."""
+        h, w = shape[:2]
+        matrix = {
+            1: [[0, 1, 0], [-1, 0, w - 1], [0, 0, 1]],
+            2: [[-1, 0, w - 1], [0, -1, h - 1], [0, 0, 1]],
+            3: [[0, -1, h - 1], [1, 0, 0], [0, 0, 1]],
+        }[self.turns]
+        return View(np.array(matrix, np.float64), (h, w) if self.turns % 2 else (w, h))
+
+
+PAGE_TURNED = 0.5
+"""A page whose lines its direction classifier is sure of read turned the same way over more
+than this share of their width (RapidOCR's crops turned to read them) is read again turned
+upright: RapidOCR turns a line only when its classifier is sure of it, and on a photo upside
+down 24 of its 70 lines were left upside down (among them 开票日期 and 纳税人识别号), and too
+few of the form's labels were read to align it by. Upright pages' sure lines read turned over
+0-2% of their width (single characters, a dash)."""
+
+
+class _Steps:
+    """RapidOCR's OCR steps (its ``run_ocr_steps``: detection, direction, recognition) on one
+    image, with two things added: with ``orient``, an image whose text reads turned
+    (:data:`PAGE_TURNED`) is not recognised but raises :class:`_TurnedPage`; and each line's
+    outline starts at its text's top left (:func:`_read_turns`: RapidOCR gives its corners
+    clockwise from the image's top left, and the fallback takes a line's left edge for its
+    text's start: a label's end, its row's direction in
+    :func:`~extractor.fallback.beside_label`)."""
+
+    def __init__(self, engine: Any, orient: bool):
+        self._engine = engine
+        self._orient = orient
+
+    def __call__(self, img: np.ndarray, op_record: dict[str, Any]) -> tuple[Any, ...]:
+        from rapidocr.ch_ppocr_cls import TextClsOutput
+        from rapidocr.ch_ppocr_det import TextDetOutput
+        from rapidocr.ch_ppocr_rec import TextRecOutput
+        from rapidocr.main import RapidOCRError
+
+        engine = self._engine
+        try:
+            crops, det = engine.detect_and_crop(img, op_record)
+            upright, cls = engine.cls_and_rotate(crops)
+            turns = [
+                _read_turns(box, _upside_down(engine, direction))
+                for box, direction in zip(det.boxes, cls.cls_res, strict=True)
+            ]
+            if self._orient and (page := _page_turns(turns, crops, cls.cls_res, engine)):
+                raise _TurnedPage(page)
+            rec = engine.recognize_txt(upright)
+        except RapidOCRError:  # no line found or read: RapidOCR answers nothing
+            return TextDetOutput(), TextClsOutput(), TextRecOutput(), []
+        for k, turn in enumerate(turns):
+            det.boxes[k] = np.roll(det.boxes[k], -turn, axis=0)
+        return det, cls, rec, crops
+
+
+def _page_turns(
+    turns: list[int], crops: list[np.ndarray], directions: list[tuple[str, float]], engine: Any
+) -> int:
+    """The quarter turns most of the width of an image's sure lines was read at
+    (:data:`PAGE_TURNED`), 0 where none holds that much."""
+    width = [0, 0, 0, 0]
+    for turn, crop, (_, score) in zip(turns, crops, directions, strict=True):
+        if score > engine.text_cls.cls_thresh:
+            width[turn] += crop.shape[1]  # along its text, as it was read
+    most = int(np.argmax(width))
+    return most if width[most] > PAGE_TURNED * sum(width) else 0
+
+
+def _upside_down(engine: Any, direction: tuple[str, float]) -> bool:
+    """Whether RapidOCR's direction classifier turned a line it gave ``direction`` (its
+    label and score) half round to read it."""
+    label, score = direction
+    return "180" in label and score > engine.text_cls.cls_thresh
+
+
+def _read_turns(box: np.ndarray, upside_down: bool) -> int:
+    """Quarter turns of a detected outline's corners that start them at the top left of its
+    text as read: RapidOCR turns a line's crop a quarter counter-clockwise when it is 1.5 times
+    taller than wide (a line on a page turned 90 degrees), and half a turn more when its
+    classifier finds it upside down (a page turned 180 degrees)."""
+    width = max(np.linalg.norm(box[0] - box[1]), np.linalg.norm(box[2] - box[3]))
+    height = max(np.linalg.norm(box[0] - box[3]), np.linalg.norm(box[1] - box[2]))
+    tall = int(height) >= 1.5 * int(width)  # as RapidOCR's get_rotate_crop_image decides
+    return int(tall) + 2 * int(upside_down)
 
 
 def _keeping(

@@ -8,7 +8,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
-from extractor.fullpage import get_fullpage_ocr
+from extractor.fullpage import TextLine, get_fullpage_ocr
 from extractor.pipeline import Extractor
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -73,3 +73,32 @@ def test_a_glance_says_no_only_where_it_can_tell() -> None:
     seen.clear()
     assert ocr.shows(photo, nothing) and seen == []  # too small to tell: nothing read
     assert ocr.shows(form, lambda text: "发票代码" in text)
+
+
+@pytest.fixture(scope="module")
+def upright_page() -> tuple[np.ndarray, list[TextLine]]:
+    page = cv2.imread(str(FIXTURES / "clean/vat_invoice_0002.jpg"))
+    return page, get_fullpage_ocr(threads=1)(page)
+
+
+@pytest.mark.parametrize("turns", [1, 2, 3])
+def test_a_turned_page_reads_line_for_line_as_upright(
+    turns: int, upright_page: tuple[np.ndarray, list[TextLine]]
+) -> None:
+    """A page scanned or photographed turned (a quarter, a half, three quarters: np.rot90's
+    counter-clockwise turns) is read set upright, so its lines are those of the upright page,
+    each outline in the turned image's px and starting at its text's top left. RapidOCR turns
+    only the lines its classifier is sure of: upside down, a third of a photo's lines were read
+    upside down, and too few labels were left to align the page by."""
+    upright, expected = upright_page
+    h, w = upright.shape[:2]
+    lines = get_fullpage_ocr(threads=1)(np.ascontiguousarray(np.rot90(upright, turns)))
+    assert [line.text for line in lines] == [line.text for line in expected]
+    # the turned image's px -> the upright's (np.rot90 k=1: x' = y, y' = w - 1 - x)
+    back = {
+        1: lambda q: np.stack([w - 1 - q[:, 1], q[:, 0]], axis=1),
+        2: lambda q: np.stack([w - 1 - q[:, 0], h - 1 - q[:, 1]], axis=1),
+        3: lambda q: np.stack([q[:, 1], h - 1 - q[:, 0]], axis=1),
+    }[turns]
+    for line, same in zip(lines, expected, strict=True):
+        assert np.abs(back(line.quad) - same.quad).max() < 0.5, line.text
