@@ -73,6 +73,11 @@ def test_a_glance_says_no_only_where_it_can_tell() -> None:
     seen.clear()
     assert ocr.shows(photo, nothing) and seen == []  # too small to tell: nothing read
     assert ocr.shows(form, lambda text: "发票代码" in text)
+    # a line's start is where its text starts, on a page upside down too: at its crop's end
+    seller = json.loads((FIXTURES / "clean/vat_invoice_0002.json").read_text(encoding="utf-8"))
+    name = seller["pages"][0]["fields"]["seller_name"]
+    upside_down = np.ascontiguousarray(np.rot90(form, 2))
+    assert ocr.shows(upside_down, lambda text: text.startswith(name[:6]))
 
 
 @pytest.fixture(scope="module")
