@@ -150,18 +150,16 @@ def align_by_labels(
     for line in lines:
         page_counts[norm(line.text)] = page_counts.get(norm(line.text), 0) + 1
     src, dst = [], []
+    longest_first = sorted(reference.unique, key=len, reverse=True)
     for line in lines:
         text = norm(line.text)
-        for label, centre in reference.unique.items():
-            if text == label and page_counts[text] == 1:
-                point = line.centre
-            elif text.startswith(label) and len(text) > len(label):
-                point = _label_point(line, len(label) / len(text))
-            else:
-                continue
-            src.append(centre)
-            dst.append(point)
-            break
+        # the longest label the line starts with: 销售方（章） is printed at the seal's place,
+        # 销售方 beside the seller's block (taken for it, a seal's label was out of place)
+        label = next((label for label in longest_first if text.startswith(label)), None)
+        if label is None or (text == label and page_counts[text] > 1):
+            continue
+        src.append(reference.unique[label])
+        dst.append(line.centre if text == label else _label_point(line, len(label) / len(text)))
     if len(src) < MIN_LABEL_MATCHES:
         return LabelAlignment(None, len(src), 0, 0.0)
     src_a = np.asarray(src, np.float32)

@@ -17,6 +17,7 @@ from extractor.fallback import (
     ROW_MM,
     LabelStarts,
     ReferenceLabels,
+    align_by_labels,
     beside_label,
     flattened,
     lines_in_box,
@@ -348,3 +349,23 @@ def test_a_line_that_grazes_the_forms_print_is_not_taken_for_it() -> None:
     near = near_fields(specs, template, np.eye(3), form=[TextLine(no, "No", 0.99)])
     assert near(_across(ppm, 160.0, 176.0, 9.0))  # grazes the №
     assert not near(_across(ppm, 160.0, 176.0, 13.0))  # lies over it
+
+
+def test_a_line_is_the_longest_label_it_starts_with() -> None:
+    """销售方 is printed beside the seller's block and 销售方（章） at the seal's place: a line
+    reading 销售方：（章） is the second (taken for the first, it was out of place, and a page
+    whose labels were just enough to align it by was left unaligned)."""
+    printed = ["发票代码", "开票日期", "购买方", "货物或应税劳务、服务名称", "规格型号", "单位"]
+    printed += ["数量", "单价", "金额", "税率", "税额", "价税合计（大写）", "销售方"]
+    printed += ["销售方（章）"]
+    at = [(40 + 70 * (i % 7), 30 + 60 * (i // 7)) for i in range(len(printed))]
+    reference = ReferenceLabels(
+        [_line(t, x, y, 60, 0) for t, (x, y) in zip(printed, at, strict=True)]
+    )
+    page = [_line(t, x + 100, y + 50, 60, 0) for t, (x, y) in zip(printed, at, strict=True)]
+    page[-1] = _line("销售方：（章）", at[-1][0] + 100, at[-1][1] + 50, 60, 0)
+    found = align_by_labels(page, reference, known=True)
+    assert found.matches == found.inliers == len(printed)
+    assert found.homography is not None
+    moved = found.homography / found.homography[2, 2]
+    assert np.allclose(moved, [[1, 0, 100], [0, 1, 50], [0, 0, 1]], atol=1e-3)
