@@ -9,6 +9,7 @@ out per model; one engine builder for three models is less to get wrong).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -362,29 +363,30 @@ class _Steps:
         try:
             crops, det = engine.detect_and_crop(img, op_record)
             upright, cls = engine.cls_and_rotate(crops)
-            turns = [
-                _read_turns(box, _upside_down(engine, direction))
-                for box, direction in zip(det.boxes, cls.cls_res, strict=True)
-            ]
-            if self._orient and (page := _page_turns(turns, crops, cls.cls_res, engine)):
+            for k, direction in enumerate(cls.cls_res):
+                turns = _read_turns(det.boxes[k], _upside_down(engine, direction))
+                det.boxes[k] = np.roll(det.boxes[k], -turns, axis=0)
+            if self._orient and (page := _page_turns(det.boxes, crops, cls.cls_res, engine)):
                 raise _TurnedPage(page)
             rec = engine.recognize_txt(upright)
         except RapidOCRError:  # no line found or read: RapidOCR answers nothing
             return TextDetOutput(), TextClsOutput(), TextRecOutput(), []
-        for k, turn in enumerate(turns):
-            det.boxes[k] = np.roll(det.boxes[k], -turn, axis=0)
         return det, cls, rec, crops
 
 
 def _page_turns(
-    turns: list[int], crops: list[np.ndarray], directions: list[tuple[str, float]], engine: Any
+    quads: np.ndarray, crops: list[np.ndarray], directions: list[tuple[str, float]], engine: Any
 ) -> int:
-    """The quarter turns most of the width of an image's sure lines was read at
-    (:data:`PAGE_TURNED`), 0 where none holds that much."""
+    """The quarter turns counter-clockwise that set most of the width of an image's sure lines
+    (:data:`PAGE_TURNED`) reading left to right, within 45 degrees (``quads``: their outlines
+    from their text's top left); 0 where no quarter holds that much. A photo taken at 26
+    degrees and turned on its side reads at 116: its lines are read as cut, but the detector
+    found 55 of them there against 66 at 26 degrees."""
     width = [0, 0, 0, 0]
-    for turn, crop, (_, score) in zip(turns, crops, directions, strict=True):
+    for quad, crop, (_, score) in zip(quads, crops, directions, strict=True):
         if score > engine.text_cls.cls_thresh:
-            width[turn] += crop.shape[1]  # along its text, as it was read
+            dx, dy = quad[1] - quad[0]  # image px, y down: reading down is a quarter clockwise
+            width[round(math.degrees(math.atan2(dy, dx)) / 90) % 4] += crop.shape[1]
     most = int(np.argmax(width))
     return most if width[most] > PAGE_TURNED * sum(width) else 0
 
