@@ -332,12 +332,12 @@ class _TurnedPage(Exception):
 
 
 PAGE_TURNED = 0.5
-"""A page whose lines its direction classifier is sure of read turned the same way over more
-than this share of their width (RapidOCR's crops turned to read them) is read again turned
-upright: RapidOCR turns a line only when its classifier is sure of it, and on a photo upside
-down 24 of its 70 lines were left upside down (among them 开票日期 and 纳税人识别号), and too
-few of the form's labels were read to align it by. Upright pages' sure lines read turned over
-0-2% of their width (single characters, a dash)."""
+"""A page whose lines its direction classifier is sure of read in one quarter other than left
+to right (within 45 degrees) over more than this share of their width is read again, turned by
+that quarter: RapidOCR turns a line only when its classifier is sure of it, and on a photo
+upside down 24 of its 70 lines were left upside down (among them 开票日期 and 纳税人识别号), and
+too few of the form's labels were read to align it by. Upright pages' sure lines read otherwise
+over 0-4% of their width (single characters, labels printed downwards)."""
 
 
 class _Steps:
