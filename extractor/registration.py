@@ -536,7 +536,11 @@ def _register(
 
     best, candidate = _best_outline(ref, small, candidates)
     if best.score < SURE_OUTLINE:
-        best, candidate = _refitted(ref, small, best, candidate, candidates)
+        fitted = fit_sides(candidate.quad, candidate.piece)
+        if fitted is not None:
+            again, _ = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
+            if again.score > best.score:
+                best = again
     pieces = joined_candidates(candidates) if best.score < SURE_OUTLINE else []
     if pieces:  # two pieces or more, each joined outline turned as the best one lies
         turned = [Candidate(_turned_as(c.quad, best.to_ref, ref), c.piece) for c in pieces]
@@ -585,29 +589,6 @@ def _register(
         beside=beside,
     )
     return alignment, candidates
-
-
-def _refitted(
-    ref: Reference,
-    small: np.ndarray,
-    best: _Overlay,
-    chosen: Candidate,
-    candidates: list[Candidate],
-) -> tuple[_Overlay, Candidate]:
-    """The best outline with its sides refitted to its piece's outer edge (:func:`fit_sides`),
-    ``chosen``'s first, then each other candidate's until one is sure: the outline a piece's
-    hull gives depends on where the hull starts, and a corner cut off (a seal masked over it) or
-    a sheet's edge that scores higher unfitted took the search (a photo matched 0.49 as taken,
-    0.975 turned a quarter: its frame's refitted outline scores that either way)."""
-    for each in [chosen, *(c for c in candidates if c is not chosen)]:
-        fitted = fit_sides(each.quad, each.piece)
-        if fitted is not None:
-            again, _ = _best_outline(ref, small, [Candidate(fitted, each.piece)])
-            if again.score > best.score:
-                best, chosen = again, Candidate(fitted, each.piece)
-        if best.score >= SURE_OUTLINE:
-            break
-    return best, chosen
 
 
 def forms_beside(
