@@ -383,19 +383,24 @@ def _page_turns(
     degrees and turned on its side reads at 116: its lines are read as cut, but the detector
     found 55 of them there against 66 at 26 degrees."""
     width = [0, 0, 0, 0]
-    for quad, crop, (_, score) in zip(quads, crops, directions, strict=True):
-        if score > engine.text_cls.cls_thresh:
+    for quad, crop, direction in zip(quads, crops, directions, strict=True):
+        if _sure(engine, direction):
             dx, dy = quad[1] - quad[0]  # image px, y down: reading down is a quarter clockwise
             width[round(math.degrees(math.atan2(dy, dx)) / 90) % 4] += crop.shape[1]
     most = int(np.argmax(width))
     return most if width[most] > PAGE_TURNED * sum(width) else 0
 
 
+def _sure(engine: Any, direction: tuple[str, float]) -> bool:
+    """Whether RapidOCR's direction classifier is sure of a line it gave ``direction`` (its
+    label and score): over its bar, as RapidOCR turns a line only then."""
+    return direction[1] > engine.text_cls.cls_thresh
+
+
 def _upside_down(engine: Any, direction: tuple[str, float]) -> bool:
-    """Whether RapidOCR's direction classifier turned a line it gave ``direction`` (its
-    label and score) half round to read it."""
-    label, score = direction
-    return "180" in label and score > engine.text_cls.cls_thresh
+    """Whether RapidOCR's direction classifier turned a line it gave ``direction`` half round
+    to read it."""
+    return "180" in direction[0] and _sure(engine, direction)
 
 
 def _read_turns(box: np.ndarray, upside_down: bool) -> int:

@@ -652,10 +652,10 @@ def _beside(
     for piece in _pieces(candidates):
         if piece is chosen.piece:
             continue
-        x, y, w, h = cv2.boundingRect(piece.astype(np.uint8))
-        centre = (float(x + w / 2), float(y + h / 2))
+        x0, y0, x1, y1 = _bounds(piece)
+        centre = (float(x0 + x1) / 2, float(y0 + y1) / 2)
         outside = cv2.pointPolygonTest(quad.astype(np.float32), centre, False) < 0
-        if outside and w * h >= BESIDE_FRACTION * area:
+        if outside and (x1 - x0) * (y1 - y0) >= BESIDE_FRACTION * area:
             return True
     return False
 
