@@ -3,7 +3,8 @@
 decode page -> (born-digital PDF at the template's size: its text layer, done) -> register to
 the template (or pick one: ``auto``) -> crop and tighten each field -> recognise all crops in one
 batched call -> normalise and validate -> fallback (full-page OCR) where a page did not register
-or a required field failed -> cross-check (rules, QR code) -> :class:`DocumentResult`.
+or a required field failed -> cross-check (rules, QR code, party registry:
+:mod:`extractor.cross_check`) -> :class:`DocumentResult`.
 
 :meth:`Extractor.prepare` and :meth:`Extractor.finish` split a page around recognition so that a
 caller (the service's workers) can batch crops from many pages into one recogniser call.
@@ -12,13 +13,11 @@ caller (the service's workers) can batch crops from many pages into one recognis
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import SequenceMatcher
-from itertools import product
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
 
@@ -26,8 +25,24 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend
-from extractor.covered import COVERED_BY, covered_names
+from extractor.covered import covered_names
 from extractor.crops import STRICT_KINDS, Crop, crop_fields, cut_out, separate_ink
+from extractor.cross_check import another_way, check_parties, close_to_registered, cross_check
+from extractor.doubts import (
+    AT_EDGE,
+    COVERED,
+    DECIMALS,
+    EARLY_END,
+    LATE_START,
+    LOW_CONFIDENCE,
+    OFF_IMAGE,
+    READ_AGAIN,
+    UNCERTAIN_CHARACTER,
+    confirm,
+    flag,
+    only_doubt,
+    passes,
+)
 from extractor.engines import Recognition, Recognizer, get_engine
 from extractor.engines.base import recognize_confirming
 from extractor.errors import EngineError, TemplateError
@@ -48,18 +63,14 @@ from extractor.fallback import (
 )
 from extractor.fields import (
     BRACKETS,
-    LEADING_MARKS,
-    amount_to_words,
-    check_rules,
+    DECIMAL_POINTS,
     check_value,
     holding_rules,
     ideograph,
-    implied_values,
     is_valid_uscc,
     person_name,
     resolve_allowlist,
     rule_fields,
-    unconfirmed,
     value_start,
 )
 from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_ocr, mapped
@@ -70,7 +81,6 @@ from extractor.parties import (
     Parties,
     PartyLearner,
     load_parties,
-    name_key,
     same_name,
 )
 from extractor.print_offset import print_offset
@@ -156,49 +166,14 @@ small, and blur takes it first; a reading under this neither confirms nor change
 Fixture geometry/0053's blurred 50837780 read 50037780, its weakest digit at 0.62; the second
 prints that recovered a code cut at the photo's edge (fresh geometry pages 20269508, 20269522)
 read every digit at 0.97 or more."""
-MEND_TERM_CONFIDENCE = 0.8
-"""A reading that gives another field its value through a rule, a character of that field's
-reading corrected (:func:`_mend_amounts`, :func:`_mend_slips_in_sum`), is read at least this
-sure. On the fixtures and 104 fresh pages the terms of every such mend (all right) were read at
-0.88 or more; on blurred photos of A4 sheets an e-invoice or a 数电票 was printed on, two wrong
-mends leant on a tax read at 0.64 and 0.72 (7 read 5 in the amount and the total alike, 0 read
-8)."""
 BLANK_SHARE = 0.25
 """A box whose ink is narrower than this share of it holds no value (:func:`_blank`)."""
-_LOW_CONFIDENCE = "low recognition confidence"  # a reading's
-_UNCERTAIN_CHARACTER = "uncertain character"  # one character's
-_READ_AGAIN = "read again as"  # a second reading that differs
-_DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
-_LATE_START = "the line found starts"  # a name's line that starts well into its box
-_EARLY_END = "the line found ends"  # a name's line that ends before its box's reading does
-_OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
-_AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
-_COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
 _PRINT_READ_AS_NOTHING = "its box holds print, read as nothing"
-_DOUBT = (
-    _LOW_CONFIDENCE,
-    _UNCERTAIN_CHARACTER,
-    _READ_AGAIN,
-    _DECIMALS,
-    _LATE_START,
-    _EARLY_END,
-    _OFF_IMAGE,
-    _AT_EDGE,
-    _COVERED,
-)
-"""How the doubts read: errors that say a value that passes its checks may still be wrong."""
 NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
 start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
-PARTY_NAME_SLIPS = 2
-"""A name read up to this many characters off (changed, added or lost) the name the party
-registry gives its valid tax id takes the registered name (one in five for shorter names); one
-further off is flagged (another party's name, or the registry out of date)."""
 LOST_START_AGREEMENT = 0.6  # share of a name's characters its box's reading has in place
-_NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by digit
-_POINTS = ".．。·"  # what a decimal point is read as
-_YEN = "¥￥"  # the currency mark in front of an amount, half and full width
 
 
 @contextmanager
@@ -650,7 +625,7 @@ class Extractor:
             if name is None or tax_id is None or read is None:
                 continue
             field = self._field(prepared.crops[tax_id].spec, read, None)
-            if _passes(field) and self.parties.name_for(field.value) is not None:
+            if passes(field) and self.parties.name_for(field.value) is not None:
                 found.append(name)
         return found
 
@@ -661,8 +636,9 @@ class Extractor:
         total), every field the rule names read valid (a value that passes its checks, each
         character at the field's bar), or the party registry gives the tax id read the name
         read (both passing their checks, in doubt or not: a name read exactly as registered for
-        a registered tax id is not read so by chance), or one close to it (:func:`_close`) when
-        the tax id is valid: :func:`_check_parties` gives such a name the registered one, as it
+        a registered tax id is not read so by chance), or one close to it
+        (:func:`~extractor.cross_check.close_to_registered`) when the tax id is valid:
+        :func:`~extractor.cross_check.check_parties` gives such a name the registered one, as it
         would give it a second reading close to it; or the form prints it twice and both
         prints read valid alike (:func:`_printed_alike`); or it carries its own check: a tax id of
         18 characters read valid, its check character (GB 32100) holding, which any one
@@ -682,17 +658,17 @@ class Extractor:
         tax_ids = (c.spec.name for c in prepared.crops if c.spec.kind is FieldKind.tax_id)
         agreed.update(name for name in tax_ids if is_valid_uscc(values.get(name) or ""))
         agreed.update(_printed_alike(template, values))
-        passing = {name: f.value for name, f in fields.items() if _passes(f)}
+        passing = {name: f.value for name, f in fields.items() if passes(f)}
         for party in template.parties if self.parties is not None else ():
             name, tax_id = passing.get(party.name), passing.get(party.tax_id)
             registered = self.parties.name_for(tax_id)
             if name is None or registered is None:
                 continue
             valid_tax_id = values.get(party.tax_id) is not None
-            if (_close if valid_tax_id else same_name)(name, registered):
+            if (close_to_registered if valid_tax_id else same_name)(name, registered):
                 agreed.update((party.name, party.tax_id))
         for rule in holding_rules(template, values):
-            if isinstance(rule, SumRule) and _another_way(rule, template, fields) is not None:
+            if isinstance(rule, SumRule) and another_way(rule, template, fields) is not None:
                 continue
             agreed.update(rule_fields(rule))
         return {i for i, crop in enumerate(prepared.crops) if crop.spec.name in agreed}
@@ -718,7 +694,7 @@ class Extractor:
             _no_tax_id_for_a_person(prepared.template, fields, blank)
             _doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
-            _check_parties(prepared.template, self.parties, fields)
+            check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
         missed = None  # why the fallback could not run, on a page the template's boxes read
         if self._wants_fallback(prepared, fields):
@@ -909,7 +885,7 @@ class Extractor:
             # the first valid reading; else the surest of those only in doubt (their values
             # pass their checks), but not a line found late in its box whose start another
             # holds; else the first with a value
-            doubtful = [c for c in present if c.value and _only_doubt(c)]
+            doubtful = [c for c in present if c.value and only_doubt(c)]
             doubtful = [c for c in doubtful if not _end_of_another(c, doubtful)]
             own = fields.get(spec.name)
             cut = own if own is not None and _maybe_cut_off(own) else None
@@ -1013,7 +989,7 @@ class Extractor:
                     return second
             late = outline[:, 0].min() / page.template.px_per_mm - spec.box.x  # mm into its box
             if spec.kind is FieldKind.name and late > NAME_START_MM:
-                doubts.append(f"{_LATE_START} {late:.0f} mm into its box: its start may be missing")
+                doubts.append(f"{LATE_START} {late:.0f} mm into its box: its start may be missing")
         result = self._field(spec, read, on_page)
         if doubts:
             result.errors.extend(doubts)
@@ -1048,13 +1024,13 @@ class Extractor:
             i for i in range(start, end) if moot is None or checked.errors or not moot(raw[i])
         ]
         if raw and confidence < self.min_confidence:
-            errors.append(f"{_LOW_CONFIDENCE} {confidence:.2f}")
+            errors.append(f"{LOW_CONFIDENCE} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
             (read.char_confidences[i] for i in telling), default=1
         ) < _char_bar(spec):
             weakest = min(telling, key=lambda i: read.char_confidences[i])
             errors.append(
-                f"{_UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
+                f"{UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
         shows_digits = spec.decimals is not None and any(ch.isdigit() for ch in raw)  # not ***
@@ -1062,7 +1038,7 @@ class Extractor:
             shown = _decimals_read(raw)
             if shown != spec.decimals:
                 unit = "decimal" if shown == 1 else "decimals"
-                errors.append(f"{_DECIMALS} {shown} {unit} where {spec.decimals} are printed")
+                errors.append(f"{DECIMALS} {shown} {unit} where {spec.decimals} are printed")
         return FieldResult(
             value=checked.value,
             raw=raw,
@@ -1098,7 +1074,7 @@ def _end_of_another(field: FieldResult, others: list[FieldResult]) -> bool:
     value ends another reading's: that one holds the start too (the box's own reading, flagged
     for one uncertain character, against the fallback's surer '滨分公司' of a name ending so)."""
     value = str(field.value)
-    return any(e.startswith(_LATE_START) for e in field.errors) and any(
+    return any(e.startswith(LATE_START) for e in field.errors) and any(
         str(other.value).endswith(value) and other.value != field.value for other in others
     )
 
@@ -1122,7 +1098,7 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
     same = sum(a == b for a, b in zip(own[extra:], value, strict=True))
     if same >= LOST_START_AGREEMENT * len(value):
         field.value = own[:extra] + value
-        field.errors.append(f"{_LATE_START} after {own[:extra]!r}, read in its box")
+        field.errors.append(f"{LATE_START} after {own[:extra]!r}, read in its box")
         field.valid = False
 
 
@@ -1144,7 +1120,7 @@ def _doubt_a_lost_end(field: FieldResult, own: str) -> None:
         return
     rest = own[last.a + last.size :]
     if sum(ideograph(ch) for ch in rest) >= 2:
-        field.errors.append(f"{_EARLY_END} before {rest!r}, read after it in its box")
+        field.errors.append(f"{EARLY_END} before {rest!r}, read after it in its box")
         field.valid = False
 
 
@@ -1181,7 +1157,7 @@ def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, s
     ]
     at = "".join(char for char, _ in kept).find(norm(text))
     if not norm(text) or at < 0 or len(again.char_confidences) != len(again.text):
-        return Recognition(text, score), f"{_READ_AGAIN} {again.text!r}"
+        return Recognition(text, score), f"{READ_AGAIN} {again.text!r}"
     confs = iter(conf for _, conf in kept[at : at + len(norm(text))])
     per_char = tuple(next(confs) if norm(char) else 1.0 for char in text)
     return Recognition(text, float(np.mean(per_char)), per_char), None
@@ -1189,13 +1165,8 @@ def _within(text: str, score: float, again: Recognition) -> tuple[Recognition, s
 
 def _decimals_read(raw: str) -> int:
     """Digits read after an amount's decimal point (0 when no point was read)."""
-    point = max(raw.rfind(p) for p in _POINTS)
+    point = max(raw.rfind(p) for p in DECIMAL_POINTS)
     return sum(ch.isdigit() for ch in raw[point + 1 :]) if point >= 0 else 0
-
-
-def _only_doubt(field: FieldResult) -> bool:
-    """Whether all a field's errors are doubt (its value passes its checks)."""
-    return all(error.startswith(_DOUBT) for error in field.errors)
 
 
 def _text_lines(words: list[Word]) -> list[tuple[TextLine, list[Word]]]:
@@ -1238,336 +1209,6 @@ def _fullpage_device(engine_options: dict[str, object]) -> tuple[Provider, int]:
         "tensorrt" if provider == "tensorrt" else "cpu",
         threads if isinstance(threads, int) else 0,
     )
-
-
-def _mend_amounts(
-    template: Template, fields: dict[str, FieldResult], stated: Mapping[str, str] | None = None
-) -> None:
-    """An amount whose reading is a slip away from the value the template's rules give it (from
-    fields whose own readings passed: amount + tax, the amount in words) takes that value; the
-    field's note says which slip and which rule, ``raw`` keeps what was read. The slips:
-
-    - the decimal point lost to blur ('¥5985 24'): the digits are exactly the value's;
-    - in a reading that failed its own checks (a doubtful character, not an amount), one
-      character read wrong, one too many or one missing ('47443.489'), with the ¥ in front read
-      as a digit aside ('9140929.58'). Two passing readings give the value to the cent, so one
-      that differs from it by one character is that value misread, not another value;
-    - the same in a reading that passed, when the value it is given is surer than it: two rules
-      give the same value ('¥16220.84' where amount + tax and the words both say 19220.84), or
-      each other field of the rule is vouched for without it (``stated``: the QR code's values;
-      or another rule that holds), as a tax read '45.01' where the QR code states the amount
-      and the words the total;
-    - before those, the ¥ read as a digit, a mark read before the ¥ or a lost point, where
-      mending them is the one way the amounts add up (:func:`_mend_slips_in_sum`)."""
-    for rule in template.rules:
-        if isinstance(rule, SumRule):
-            _mend_slips_in_sum(rule, template, fields)
-    stated = stated or {}
-    values = {name: f.value if _gives_values(f) else None for name, f in fields.items()}
-    for rule in template.rules:
-        for name, implied in implied_values(rule, values).items():
-            field = fields.get(name)
-            spec = template.field(name)
-            if (
-                field is None
-                or spec.kind is not FieldKind.amount
-                or field.value is None
-                or field.value == implied
-                or field.source == "qr"  # what the code states is no reading to mend
-            ):
-                continue
-            surer = None if field.errors else _surer(template, values, stated, rule, name, implied)
-            slip = _slip(field, implied, passed_over=surer is not None)
-            if slip is None:
-                continue
-            field.value = values[name] = implied
-            field.note = f"{slip} from {surer or _describe(rule)}"
-            if slip == _POINT_RESTORED:  # which explains the decimals read
-                field.errors = [e for e in field.errors if not e.startswith(_DECIMALS)]
-                field.valid = not field.errors
-            else:
-                field.errors, field.valid = [], True
-
-
-def _gives_values(field: FieldResult) -> bool:
-    """Whether a reading may give another field its value through a rule: it passed its checks
-    and was read sure enough (:data:`MEND_TERM_CONFIDENCE`)."""
-    return not field.errors and field.confidence >= MEND_TERM_CONFIDENCE
-
-
-def _surer(
-    template: Template,
-    values: Mapping[str, str | None],
-    stated: Mapping[str, str],
-    rule: SumRule | SameRule,
-    name: str,
-    implied: str,
-) -> str | None:
-    """How the value ``rule`` gives ``name`` is surer than its passing reading, or None: another
-    rule gives the same value, or every other field ``rule`` names is vouched for without
-    ``name`` (the QR code states it, or a rule that holds and does not name ``name``)."""
-    others = [r for r in template.rules if r is not rule and name in rule_fields(r)]
-    agreeing = [r for r in others if implied_values(r, values).get(name) == implied]
-    if agreeing:
-        return " and ".join(_describe(r) for r in [rule, *agreeing])
-    vouchers: dict[str, str] = {
-        field: "the QR code" for field, value in stated.items() if values.get(field) == value
-    }
-    for holding in holding_rules(template, values):
-        if name not in rule_fields(holding):
-            for field in rule_fields(holding):
-                vouchers.setdefault(field, _describe(holding))
-    rest = [field for field in rule_fields(rule) if field != name]
-    if not all(field in vouchers for field in rest):
-        return None
-    return f"{_describe(rule)} ({'; '.join(f'{f} vouched for by {vouchers[f]}' for f in rest)})"
-
-
-def _mend_slips_in_sum(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> None:
-    """Blur makes the ¥ in front of an amount a 4 or a 9 ('¥153613.24' read '4153613.24'), a
-    rule or a speck before it a character ('1¥2965.60'), and its decimal point vanish. When a
-    sum rule's amounts do not add up as read, and there is exactly one way to make them add up
-    with such slips (:func:`_readings`; to the cent, or with one character of one doubtful
-    reading off, as in :func:`_slip`), it is taken; each changed field says so."""
-    names = rule_fields(rule)
-    options = _slip_options(rule, template, fields)
-    if options is None:
-        return
-    # every way, the readings as they are too: dropping the same leading digit from a term and
-    # the total keeps a sum that holds (44758.00 + 2685.48 = 47443.48 and 4758.00 + ... =
-    # 7443.48), so a way is taken only when no other way, as read included, fits as well
-    solutions: list[tuple[tuple[tuple[str, str], ...], str | None]] = []
-    for combo, values, implied in _ways(rule, options):
-        if implied.get(rule.equals) == values[rule.equals]:
-            solutions.append((combo, None))
-            continue
-        for name in names:
-            field = fields[name]
-            if not (field.errors and name in implied and _one_edit(values[name], implied[name])):
-                continue
-            # its value comes from the others: each must be sure, or its doubt explained by a
-            # slip ('¥54.3', doubted for its one decimal and taken as 54.30, is no sure term),
-            # and read well enough to give another its value (MEND_TERM_CONFIDENCE)
-            others = [(o, slip) for o, (_, slip) in zip(names, combo, strict=True) if o != name]
-            if all(
-                (slip or not fields[o].errors) and fields[o].confidence >= MEND_TERM_CONFIDENCE
-                for o, slip in others
-            ):
-                solutions.append((combo, name))
-    exact = [solution for solution in solutions if solution[1] is None]
-    chosen = exact if exact else solutions
-    if len(chosen) != 1 or all(slip in ("", _POINT_RESTORED) for _, slip in chosen[0][0]):
-        return  # none, more than one way, or no ¥ in it: left to the other mends (:func:`_slip`)
-    combo, mended = chosen[0]
-    values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
-    if mended is not None:
-        values[mended] = implied_values(rule, values)[mended]
-    for name, (_, slip) in zip(names, combo, strict=True):
-        field = fields[name]
-        if not slip and name != mended:
-            continue
-        if name == mended:
-            slip += (", " if slip else "") + "one character corrected"
-        # the rule holds with the value, which settles the reading's doubt (as confirmation does)
-        field.value, field.errors, field.valid = values[name], [], True
-        field.note = f"{slip} from {_describe(rule)}"
-
-
-def _slip_options(
-    rule: SumRule, template: Template, fields: dict[str, FieldResult]
-) -> list[list[tuple[str, str]]] | None:
-    """For each field of a sum rule of amounts, the values its reading may stand for, with the
-    slip behind each (:func:`_readings`), or None when the rule is not of read amounts."""
-    names = rule_fields(rule)
-    if any(template.field(n).kind is not FieldKind.amount or n not in fields for n in names):
-        return None
-    options = [list(_readings(fields[n], template.field(n)).items()) for n in names]
-    return options if all(options) else None
-
-
-def _ways(
-    rule: SumRule, options: list[list[tuple[str, str]]]
-) -> Iterator[tuple[tuple[tuple[str, str], ...], dict[str, str], dict[str, str]]]:
-    """Every way to read a sum rule's fields (one of each field's ``options``, with its slip):
-    the combination, its values by field, and the values the rule implies from them."""
-    names = rule_fields(rule)
-    for combo in product(*options):
-        values = {name: value for name, (value, _) in zip(names, combo, strict=True)}
-        yield combo, values, implied_values(rule, values)
-
-
-def _another_way(rule: SumRule, template: Template, fields: dict[str, FieldResult]) -> str | None:
-    """A sum rule that holds as read, holding too with slips in the readings ('472.67 + 6.54 =
-    479.21' and, the ¥ read as the 4 of both, '72.67 + 6.54 = 79.21'): that way, written out,
-    or None when the readings as they are are the only way it holds."""
-    options = _slip_options(rule, template, fields)
-    for combo, values, implied in _ways(rule, options) if options else ():
-        if any(slip for _, slip in combo) and implied.get(rule.equals) == values[rule.equals]:
-            return f"{' + '.join(values[name] for name in rule.terms)} = {values[rule.equals]}"
-    return None
-
-
-_YEN_AS_DIGIT = "the ¥ read as a digit"
-_BEFORE_YEN = "what was read before the ¥ dropped"
-_WHOLE_AMOUNT = re.compile(r"(0|[1-9][0-9]*)\.[0-9]{1,2}")
-
-
-def _readings(field: FieldResult, spec: FieldSpec) -> dict[str, str]:
-    """The values an amount's reading may stand for, each with the slip that explains it (''
-    for the value as read): the ¥ read as a leading digit; what was read before the ¥ (a rule,
-    a speck); the decimal point lost (the digits of an amount printed with ``spec.decimals``).
-    A slip must leave a whole amount: digits, a point, no leading zero. The QR code's value
-    stands for itself alone."""
-    out = {field.value: ""} if field.value is not None else {}
-    if field.source == "qr":
-        return out
-    raw = "".join(field.raw.split())
-    yen = max(raw.rfind(mark) for mark in _YEN)
-    if yen > 0:
-        bases = [(raw[yen + 1 :], _BEFORE_YEN)]
-    elif yen < 0 and raw[:1].isdigit():
-        bases = [(raw, ""), (raw[1:], _YEN_AS_DIGIT)]
-    else:
-        bases = [(raw[yen + 1 :], "")]
-    for text, slip in bases:
-        ways = [(text, slip)]
-        if spec.decimals and text.isdigit() and len(text) > spec.decimals:
-            point = len(text) - spec.decimals
-            restored = ", ".join(filter(None, (slip, _POINT_RESTORED)))
-            ways.append((f"{text[:point]}.{text[point:]}", restored))
-        for candidate, why in ways:
-            if why and _WHOLE_AMOUNT.fullmatch(candidate):
-                checked = check_value(spec, candidate)
-                if checked.value is not None and not checked.errors:
-                    out.setdefault(checked.value, why)
-    return out
-
-
-_POINT_RESTORED = "decimal point restored"
-_NOT_AMOUNT = re.compile(r"[^0-9.]")
-
-
-def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | None:
-    """The slip that makes ``implied`` read as the field's reading, or None. A reading that
-    passed its checks is mended only when ``passed_over`` (the value is surer, see
-    :func:`_surer`); else it is flagged by the rule, not mended."""
-    raw = field.raw
-    if not any(p in raw for p in _POINTS) and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
-        "", implied
-    ):
-        return _POINT_RESTORED
-    if not field.errors and not passed_over:
-        return None
-    read = _NOT_AMOUNT.sub("", raw)
-    for text, yen in ((read, ""), (read[1:], f"{_YEN_AS_DIGIT}, ")):
-        if yen and (not raw[:1].isdigit() or any(mark in raw for mark in _YEN)):
-            continue
-        if _one_edit(text, implied):
-            return f"{yen}one character corrected"
-    return None
-
-
-def _one_edit(a: str, b: str) -> bool:
-    """Whether ``a`` becomes ``b`` by changing, adding or removing at most one character."""
-    if len(a) < len(b):
-        a, b = b, a
-    if len(a) - len(b) > 1:
-        return False
-    if len(a) == len(b):
-        return sum(x != y for x, y in zip(a, b, strict=True)) <= 1
-    return any(a[:i] + a[i + 1 :] == b for i in range(len(a)))
-
-
-def _describe(rule: SumRule | SameRule) -> str:
-    if isinstance(rule, SumRule):
-        return f"{' + '.join(rule.terms)} = {rule.equals}"
-    return " = ".join(rule.fields)
-
-
-def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
-    """An amount in words whose reading failed, one character off the words of the amount it
-    states ('叁万伍仟玖佰壹拾陆元角肆分', the 柒 before 角 lost to blur), takes that amount's value
-    when another rule that holds vouches for the amount (amount + tax = total); the note says
-    so. Names of the words' fields come from the template (kind ``amount_words``)."""
-    failed = [  # (a doubtful reading of the right value is confirmed later, not mended)
-        name
-        for name, field in fields.items()
-        if not field.valid and template.field(name).kind is FieldKind.amount_words
-    ]
-    if not failed:
-        return
-    values = {name: f.value if not f.errors else None for name, f in fields.items()}
-    holding = holding_rules(template, values)
-    for rule in template.rules:
-        if not isinstance(rule, SameRule):
-            continue
-        for name in (n for n in failed if n in rule.fields):
-            field = fields[name]
-            for other in rule.fields:
-                value = values.get(other)
-                if other == name or value is None or value == field.value:
-                    continue
-                vouching = next(
-                    (h for h in holding if other in rule_fields(h) and name not in rule_fields(h)),
-                    None,
-                )
-                if vouching is None:
-                    continue
-                if _one_edit(_plain_words(field.raw), _plain_words(amount_to_words(value))):
-                    field.value, field.errors, field.valid = value, [], True
-                    field.note = (
-                        f"one character corrected from {_describe(rule)} "
-                        f"({other} vouched for by {_describe(vouching)})"
-                    )
-                    break
-
-
-def _plain_words(text: str) -> str:
-    """Capitals as compared: no spaces or leading ⊗, 圆 as 元, 正 as 整 (both are printed)."""
-    text = "".join(text.split()).lstrip(LEADING_MARKS)
-    return text.replace("圆", "元").replace("正", "整")
-
-
-def _apply_rules(template: Template, fields: dict[str, FieldResult]) -> None:
-    """Flags the fields of a rule that does not hold, but for the QR code's values: the others
-    are what is wrong."""
-    values = {name: f.value if not f.errors else None for name, f in fields.items()}
-    for name, errors in check_rules(template, values).items():
-        if fields[name].source != "qr":
-            fields[name].errors.extend(errors)
-            fields[name].valid = False
-
-
-def _require_confirmation(
-    template: Template, fields: dict[str, FieldResult], stated: dict[str, str]
-) -> None:
-    """Rules vouch for the fields they name, or withhold it.
-
-    A field flagged only for doubt (a weak character, low confidence) whose rule holds with its
-    value (``amount + tax = total`` to the cent, or the total in words stating the total) is
-    confirmed: two readings do not agree by chance. Unless the sum holds another way too, with
-    slips in the readings (the ¥ read as the same leading digit of a term and the total): then
-    the rule cannot tell which, and the field stays flagged. A field that only a rule could
-    vouch for (any number passes as an amount) is flagged when none of its rules could be
-    checked, unless the QR code states the same value (``stated``: the values it states)."""
-    values = {name: f.value for name, f in fields.items()}
-    for rule in holding_rules(template, values):
-        doubtful = [fields[n] for n in rule_fields(rule)]
-        doubtful = [field for field in doubtful if not field.valid and _only_doubt(field)]
-        if not doubtful:
-            continue
-        other = _another_way(rule, template, fields) if isinstance(rule, SumRule) else None
-        for field in doubtful:
-            if other is not None:  # the sum cannot tell the two apart
-                field.errors.append(f"{_describe(rule)} holds read otherwise too: {other}")
-                continue
-            _confirm(field, f"confirmed by {_describe(rule)}")
-    flagged = {name for name, f in fields.items() if not f.valid}
-    for name, why in unconfirmed(template, values, flagged).items():
-        field = fields[name]
-        if field.value is not None and stated.get(name) != field.value:
-            field.errors.append(why)
-            field.valid = False
 
 
 def _stated(template: Template, qr: str) -> dict[str, str]:
@@ -1626,7 +1267,7 @@ def _cut_off(
     labels aligned it) under :data:`~extractor.registration.FLAT_SCORE` along the image's edge
     (:data:`EDGE_SHARE`), every other."""
     why = {
-        name: f"{_OFF_IMAGE} {share:.0%} off the image: the page is cut off there"
+        name: f"{OFF_IMAGE} {share:.0%} off the image: the page is cut off there"
         for name, share in _off_image(size, template, homography, down).items()
     }
     side = None
@@ -1636,7 +1277,7 @@ def _cut_off(
         for spec in template.fields:
             why.setdefault(
                 spec.name,
-                f"{_AT_EDGE} the image's {side} edge: the image may cut the form off there, "
+                f"{AT_EDGE} the image's {side} edge: the image may cut the form off there, "
                 "and the form be misplaced",
             )
     return why
@@ -1695,11 +1336,11 @@ def _doubt_cut_off(
             continue
         if field.value and field.valid and template.field(name).kind in STRICT_KINDS:
             continue
-        _flag(field, why)
+        flag(field, why)
 
 
 def _maybe_cut_off(field: FieldResult) -> bool:
-    return any(error.startswith((_OFF_IMAGE, _AT_EDGE, _COVERED)) for error in field.errors)
+    return any(error.startswith((OFF_IMAGE, AT_EDGE, COVERED)) for error in field.errors)
 
 
 def _template_box(prepared: PreparedPage, name: str) -> list[float]:
@@ -1709,39 +1350,6 @@ def _template_box(prepared: PreparedPage, name: str) -> list[float]:
     to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
     x, y, w, h = template.field(name).box.as_list()
     return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
-
-
-def _settle_by_qr(
-    template: Template, stated: Mapping[str, str], fields: dict[str, FieldResult]
-) -> None:
-    """Flagged fields the QR code states (``stated``): a doubtful reading of the same value is
-    confirmed; a reading of another value, or none, takes the QR code's value when it passes
-    the field's checks, with ``source`` ``qr`` and ``raw`` as the print was read. A field that
-    passed and disagrees with the QR code is left to :func:`_cross_check_qr` (a person looks)."""
-    for name, value in stated.items():
-        field = fields.get(name)
-        if field is None or field.valid:
-            continue
-        if field.value == value and _only_doubt(field):
-            _confirm(field, "confirmed by the QR code")  # after a mend's note, if any
-        elif field.value != value and not check_value(template.field(name), value).errors:
-            fields[name] = FieldResult(
-                value=value,
-                raw=field.raw,
-                confidence=1.0,
-                valid=True,
-                box=field.box,
-                source="qr",
-                note=f"from the QR code: the print read {field.raw!r}" if field.raw else None,
-            )
-
-
-def _cross_check_qr(stated: dict[str, str], fields: dict[str, FieldResult]) -> None:
-    for name, value in stated.items():
-        field = fields[name]
-        if field.value != value:
-            field.errors.append(f"the QR code says {value}")
-            field.valid = False
 
 
 def _printed_alike(template: Template, values: Mapping[str, str | None]) -> set[str]:
@@ -1775,59 +1383,19 @@ def _check_second_prints(
         if len(other) < len(value):  # cut off (a 12-digit code read as a valid 10)
             continue
         if value == other:
-            _confirm(field, "confirmed by its second print")
+            confirm(field, "confirmed by its second print")
         elif not field.valid or (value and _cut_from(value, other)):
             read = f"{field.raw!r}" if field.raw else "nothing"
             fields[spec.name] = again.model_copy(
                 update={"note": f"read from its second print: its box read {read}"}
             )
         elif len(value) == len(other):
-            _flag(field, f"its second print reads {other}")
+            flag(field, f"its second print reads {other}")
 
 
 def _cut_from(value: str, whole: str) -> bool:
     """Whether ``value`` is ``whole`` with characters lost at its start or its end."""
     return len(value) < len(whole) and (whole.startswith(value) or whole.endswith(value))
-
-
-def _check_parties(template: Template, parties: Parties, fields: dict[str, FieldResult]) -> None:
-    """Each party's name and tax id (the template's ``parties``) against the registry, in place
-    (twice on a page that takes the fallback: before it, so that it does not read again what
-    the registry settles, and on what it returns). A tax id that passes its checks and is
-    registered vouches for the name registered with it: a name read so
-    (:func:`~extractor.parties.same_name`: whatever its width and spaces; it is then given as
-    registered) is confirmed with it, one read close to it (:func:`_close`) takes the
-    registered name (the tax id valid), one further off is flagged. Else a name read as
-    registered vouches for its tax id: one read a character off takes the registered one (and
-    confirms the name in doubt), one further off is flagged (the name valid)."""
-    for party in template.parties:
-        name, tax_id = fields.get(party.name), fields.get(party.tax_id)
-        if name is None or tax_id is None:  # an unaligned page: only what the fallback found
-            continue
-        registered = parties.name_for(tax_id.value) if _passes(tax_id) else None
-        if registered is not None:
-            source = parties.source(tax_id.value or "")
-            how = f"{source}'s name for tax id {tax_id.value}"
-            if same_name(name.value, registered):  # as registered, but for width or spaces
-                if name.value != registered:
-                    fields[party.name] = name = _registered(name, registered, how)
-                for field in (name, tax_id):
-                    _confirm(field, f"confirmed by {source}")
-            elif tax_id.valid and _close(name.value or "", registered):
-                fields[party.name] = _registered(name, registered, how)
-            elif tax_id.valid:
-                _flag(name, f"{source} names {tax_id.value} {registered!r}")
-            continue
-        owner = parties.tax_id_for(name.value) if _passes(name) else None
-        if owner is None or owner == tax_id.value:
-            continue
-        source = parties.source(owner)
-        if tax_id.value and _one_edit(tax_id.value, owner):  # the pair as registered, but one slip
-            how = f"{source}'s tax id for {name.value!r}"
-            fields[party.tax_id] = _registered(tax_id, owner, how)
-            _confirm(name, f"confirmed by {source}")
-        elif name.valid:
-            _flag(tax_id, f"{source} gives {name.value!r} the tax id {owner}")
 
 
 def _blank(crops: Sequence[Crop], template: Template) -> set[str]:
@@ -1856,7 +1424,7 @@ def _doubt_print_read_as_nothing(
         if read is None or read.text or crop.spec.name in blank or field is None:
             continue
         if field.value is None and field.valid:
-            _flag(field, _PRINT_READ_AS_NOTHING)
+            flag(field, _PRINT_READ_AS_NOTHING)
 
 
 def _no_tax_id_for_a_person(
@@ -1870,8 +1438,8 @@ def _no_tax_id_for_a_person(
         name, tax_id = fields.get(party.name), fields.get(party.tax_id)
         if not (party.may_be_a_person and name and tax_id and party.tax_id in blank):
             continue
-        cut = any(e.startswith((_OFF_IMAGE, _AT_EDGE)) for e in name.errors + tax_id.errors)
-        if cut or tax_id.valid or not _passes(name) or not person_name(name.value or ""):
+        cut = any(e.startswith((OFF_IMAGE, AT_EDGE)) for e in name.errors + tax_id.errors)
+        if cut or tax_id.valid or not passes(name) or not person_name(name.value or ""):
             continue
         note = f"none printed: {name.value} is a person, who has no tax id"
         if tax_id.raw:
@@ -1879,106 +1447,16 @@ def _no_tax_id_for_a_person(
         tax_id.value, tax_id.errors, tax_id.valid, tax_id.note = None, [], True, note
 
 
-def _flag(field: FieldResult, why: str) -> None:
-    """Flag a field, once (the registry is checked before the fallback and again after)."""
-    if why not in field.errors:
-        field.errors.append(why)
-    field.valid = False
-
-
-def _passes(field: FieldResult) -> bool:
-    """Whether a field's value passes its own checks (valid, or flagged only for doubt)."""
-    return field.value is not None and (field.valid or _only_doubt(field))
-
-
-def _confirm(field: FieldResult, how: str) -> None:
-    """A field flagged only for doubt made valid, ``how`` after any note it has (a mend's)."""
-    if not field.valid and _only_doubt(field):
-        field.errors, field.valid = [], True
-        field.note = f"{field.note}; {how}" if field.note else how
-
-
-def _slips(read: str, registered: str) -> int:
-    """How many characters ``read`` differs from ``registered`` by (changed, added, lost)."""
-    blocks = SequenceMatcher(None, read, registered, autojunk=False).get_opcodes()
-    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in blocks if tag != "equal")
-
-
-def _close(read: str, registered: str) -> bool:
-    """Whether a name read is the registered one misread: off by one character in five, at
-    most :data:`PARTY_NAME_SLIPS` (a short name by none: 张三 read 李四 is another name), or
-    holding it whole with more text glued on (the next printed line read with it)."""
-    read, registered = name_key(read), name_key(registered)
-    slips = min(PARTY_NAME_SLIPS, len(registered) // 5)
-    return _slips(read, registered) <= slips or (len(registered) >= 5 and registered in read)
-
-
-def _registered(field: FieldResult, value: str, how: str) -> FieldResult:
-    note = f"{how}: read as {field.value or field.raw!r}"
-    return field.model_copy(update={"value": value, "valid": True, "errors": [], "note": note})
-
-
 def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str]:
-    """The fields not valid as read that the page's cross-checks (:func:`_cross_check`) leave
+    """The fields not valid as read that the page's cross-checks (:func:`cross_check`) leave
     invalid too: what the fallback is for. A doubtful total in words that states the total is
     not (full-page OCR would cost seconds to read it again); neither is a field that read valid
     and disagrees with another: a person looks at that."""
     if all(field.valid for field in fields.values()):
         return []
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
-    _cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
+    cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
     return [name for name, field in fields.items() if not field.valid and not checked[name].valid]
-
-
-def _cross_check(
-    template: Template,
-    qr: str | None,
-    fields: dict[str, FieldResult],
-    parties: Parties | None = None,
-) -> None:
-    """The page's fields checked against each other, the QR code (``qr``, its payload) and the
-    party registry: doubts settled or confirmed, slips mended, what disagrees flagged."""
-    stated = qr_values(template, qr) if qr else {}
-    _settle_by_qr(template, stated, fields)
-    _mend_amounts(template, fields, stated)
-    _mend_words(template, fields)
-    _apply_rules(template, fields)
-    _require_confirmation(template, fields, stated)
-    _flag_dates_read_as_codes(template, fields)
-    _flag_one_tax_id_for_two_parties(template, fields)
-    _cross_check_qr(stated, fields)
-    if parties is not None:
-        _check_parties(template, parties, fields)
-
-
-def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, FieldResult]) -> None:
-    """The parties' tax ids read alike flagged, in place: no taxpayer issues an invoice to
-    itself, and one party's id was taken for the other's (a sticky note over the seller's, the
-    fallback found the buyer's beside its label)."""
-    ids = [fields.get(party.tax_id) for party in template.parties]
-    for field in ids:
-        if field is None or not field.value:
-            continue
-        if any(other is not field and other and other.value == field.value for other in ids):
-            _flag(field, "the same tax id as the other party's: one read for the other?")
-
-
-def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]) -> None:
-    """A code that reads as a date field's digits (the national form prints 开票日期 just
-    below the invoice number: a crop that slid onto it, on a page bent or aligned by its
-    labels, reads ``20230525`` under the digits' allowlist, which passes as a number) is
-    flagged, in place: no invoice's number is its own date but by a chance of about one in a
-    hundred million. The QR code's values are left alone."""
-
-    def read(kind: FieldKind) -> dict[str, FieldResult]:
-        kept = ((spec.name, fields.get(spec.name)) for spec in template.fields if spec.kind is kind)
-        return {name: field for name, field in kept if field is not None and field.value}
-
-    dates = {name: str(date.value).replace("-", "") for name, date in read(FieldKind.date).items()}
-    for field in read(FieldKind.code).values():
-        for date, digits in dates.items():
-            if field.value == digits and field.source != "qr":
-                _flag(field, f"reads as {date}'s digits: its crop may hold the date")
 
 
 def _reading_order(template: Template, forms: list[Alignment]) -> list[Alignment]:
@@ -2018,7 +1496,7 @@ def _conclude(
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
-        _cross_check(template, prepared.qr, fields, parties)
+        cross_check(template, prepared.qr, fields, parties)
     alignment = prepared.alignment
     if registration is None:
         status = "unmatched"

@@ -10,6 +10,7 @@ import pytest
 from test_engine_cascade import Counting
 
 from extractor import parties as registry_sources
+from extractor.cross_check import check_parties
 from extractor.engines.cascade import CascadeRecognizer
 from extractor.engines.ppocr import PPOCRRecognizer
 from extractor.fields import uscc_check_char
@@ -20,7 +21,7 @@ from extractor.parties import (
     learn_parties,
     load_parties,
 )
-from extractor.pipeline import Extractor, _check_parties
+from extractor.pipeline import Extractor
 from extractor.result import FieldResult
 from extractor.synth.content import party
 from extractor.synth.generate import Document, make_document
@@ -113,7 +114,7 @@ def check(parties: Parties, **fields: FieldResult) -> dict[str, FieldResult]:
         "seller_name": field("深圳某某电子有限公司"),
         "seller_tax_id": field(SELLER_ID),
     } | fields
-    _check_parties(TemplateStore().get("vat_invoice"), parties, page)
+    check_parties(TemplateStore().get("vat_invoice"), parties, page)
     return page
 
 
@@ -171,7 +172,7 @@ def test_a_name_read_with_the_next_line_glued_on_takes_the_registered_name() -> 
 
 def test_another_name_for_a_registered_tax_id_is_flagged() -> None:
     page = check(REGISTRY, buyer_name=field("北京另一家公司有限公司"))
-    _check_parties(TemplateStore().get("vat_invoice"), REGISTRY, page)  # again, after a fallback
+    check_parties(TemplateStore().get("vat_invoice"), REGISTRY, page)  # again, after a fallback
     buyer = page["buyer_name"]
     assert buyer.value == "北京另一家公司有限公司" and not buyer.valid
     assert buyer.errors == [f"the party registry names {BUYER_ID} '上海某某科技有限公司'"]

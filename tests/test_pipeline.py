@@ -12,17 +12,10 @@ import numpy as np
 import pytest
 
 from extractor.crops import crop_fields
+from extractor.cross_check import _flag_dates_read_as_codes, _mend_amounts, _require_confirmation
 from extractor.engines import Recognition, get_engine
 from extractor.fields import check_value
-from extractor.pipeline import (
-    Extractor,
-    _flag_dates_read_as_codes,
-    _fullpage_device,
-    _mend_amounts,
-    _Page,
-    _require_confirmation,
-    _within,
-)
+from extractor.pipeline import Extractor, _fullpage_device, _Page, _within
 from extractor.qr import qr_values
 from extractor.registration import register
 from extractor.result import FieldResult
@@ -524,7 +517,7 @@ def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> 
     """geometry/vat_invoice_0053 read ⊗叁万伍仟玖佰壹拾陆元柒角肆分 without its 柒: one character
     off the words of a total that amount + tax vouch for, so the words take the total; two
     characters off, or a total nothing else vouches for, and the words stay flagged."""
-    from extractor.pipeline import _mend_words
+    from extractor.cross_check import _mend_words
 
     template = TemplateStore().get("vat_invoice")
     for raw, mended in (("叁万伍仟玖佰壹拾陆元角肆分", True), ("叁万伍仟玖佰拾陆元角肆分", False)):

@@ -73,7 +73,7 @@ def test_a_field_the_print_lost_is_taken_from_the_qr_code() -> None:
 
 
 def test_a_doubtful_reading_the_qr_code_states_is_confirmed() -> None:
-    from extractor.pipeline import _settle_by_qr
+    from extractor.cross_check import _settle_by_qr
     from extractor.result import FieldResult
 
     template = TemplateStore().get("vat_invoice")

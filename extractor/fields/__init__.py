@@ -2,6 +2,7 @@
 
 from extractor.fields.charsets import (
     BRACKETS,
+    DECIMAL_POINTS,
     EXEMPT_MARK,
     LEADING_MARKS,
     NAMED_CHARSETS,
@@ -38,6 +39,7 @@ from extractor.fields.words import amount_to_words, parse_amount_words
 
 __all__ = [
     "BRACKETS",
+    "DECIMAL_POINTS",
     "EXEMPT_MARK",
     "LEADING_MARKS",
     "NAMED_CHARSETS",

@@ -25,6 +25,9 @@ EXEMPT_MARK = "*"
 """Printed three times over instead of a tax amount where the sale is exempt from tax (免税) or
 not taxed (不征税): the tax column of each line and the total tax read ``***``."""
 
+DECIMAL_POINTS = ".．。·"
+"""What a decimal point is read as: a full stop, full-width or ideographic, or a middle dot."""
+
 LEADING_MARKS = "¥￥⊗"
 """Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""

@@ -1,0 +1,57 @@
+"""How a field's errors say it is in doubt, and how a check flags or confirms a field.
+
+A value that passes its checks may still be wrong: an error that starts with one of
+:data:`DOUBT` says so, and a check that holds with the value (a rule, the QR code, a second
+print, the party registry) confirms it (:func:`confirm`). Any other error is a failed check.
+"""
+
+from __future__ import annotations
+
+from extractor.covered import COVERED_BY
+from extractor.result import FieldResult
+
+LOW_CONFIDENCE = "low recognition confidence"  # a reading's
+UNCERTAIN_CHARACTER = "uncertain character"  # one character's
+READ_AGAIN = "read again as"  # a second reading that differs
+DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
+LATE_START = "the line found starts"  # a name's line that starts well into its box
+EARLY_END = "the line found ends"  # a name's line that ends before its box's reading does
+OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
+AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
+COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
+DOUBT = (
+    LOW_CONFIDENCE,
+    UNCERTAIN_CHARACTER,
+    READ_AGAIN,
+    DECIMALS,
+    LATE_START,
+    EARLY_END,
+    OFF_IMAGE,
+    AT_EDGE,
+    COVERED,
+)
+"""How the doubts read: errors that say a value that passes its checks may still be wrong."""
+
+
+def only_doubt(field: FieldResult) -> bool:
+    """Whether all a field's errors are doubt (its value passes its checks)."""
+    return all(error.startswith(DOUBT) for error in field.errors)
+
+
+def passes(field: FieldResult) -> bool:
+    """Whether a field's value passes its own checks (valid, or flagged only for doubt)."""
+    return field.value is not None and (field.valid or only_doubt(field))
+
+
+def flag(field: FieldResult, why: str) -> None:
+    """Flag a field, once (the registry is checked before the fallback and again after)."""
+    if why not in field.errors:
+        field.errors.append(why)
+    field.valid = False
+
+
+def confirm(field: FieldResult, how: str) -> None:
+    """A field flagged only for doubt made valid, ``how`` after any note it has (a mend's)."""
+    if not field.valid and only_doubt(field):
+        field.errors, field.valid = [], True
+        field.note = f"{field.note}; {how}" if field.note else how
