@@ -28,7 +28,11 @@ not taxed (不征税): the tax column of each line and the total tax read ``***`
 DECIMAL_POINTS = ".．。·"
 """What a decimal point is read as: a full stop, full-width or ideographic, or a middle dot."""
 
-LEADING_MARKS = "¥￥⊗"
+WORDS_MARKS = "⊗ⓧⓍ⨂"
+"""The circled cross printed before an amount in words, and the code points a PDF font's
+ToUnicode map may give its glyph instead (the recogniser answers ⊗)."""
+
+LEADING_MARKS = "¥￥" + WORDS_MARKS
 """Printed before a value (the currency sign before an amount, ⊗ before an amount in words) and
 dropped by normalisation: how sure a recogniser is of one says nothing about the value."""
 

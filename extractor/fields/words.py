@@ -17,8 +17,8 @@ The accepted form follows the People's Bank rules for writing amounts
 * the 元 digit zero and 角 not: 零 after 元 is optional (壹仟陆佰捌拾元[零]叁角贰分).
 * below one yuan the integer part may be left out (伍角, 伍分) or written 零元.
 * a bare 拾 (no 壹) is accepted only at the very start (拾元整 = 10).
-* leading ⊗ marks (printed before the 大写 on invoices) are ignored; 负 after them makes the
-  amount negative.
+* leading ⊗ marks (printed before the 大写 on invoices; a PDF's text layer may give the glyph
+  as ⓧ, Ⓧ or ⨂) are ignored; 负 after them makes the amount negative.
 * ``零元整`` parses to ``"0.00"`` (a well-formed zero); ``负零元整`` is rejected.
 
 Amounts go up to 9999亿 (below 10**12 yuan).
@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from extractor.fields.charsets import WORDS_MARKS
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 
@@ -39,7 +40,6 @@ _GROUP_UNIT = {"万": 4, "亿": 8}
 _YUAN = "元圆"
 _WHOLE = "整正"
 _NEGATIVE = "负"
-_MARK = "⊗"
 _MAX = Decimal(10) ** 12
 _ALLOWED = set(DIGIT_CHARS) | set(_SMALL_UNIT) | set(_GROUP_UNIT) | set(_YUAN + "角分" + _WHOLE)
 
@@ -164,7 +164,7 @@ def _parse_fraction(text: str, integer: int, has_yuan: bool) -> int:
 def parse_amount_words(raw: str) -> str:
     """壹仟贰佰叁拾肆元伍角陆分 -> ``"1234.56"``; raises FieldValueError on a malformed amount."""
     text = "".join(raw.split())
-    text = text.lstrip(_MARK)
+    text = text.lstrip(WORDS_MARKS)
     negative = text.startswith(_NEGATIVE)
     if negative:
         text = text[1:]

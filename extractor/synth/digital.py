@@ -185,6 +185,7 @@ def digital_pdf(
     red_letter: bool = False,
     buyer: Party | None = None,
     tax_exempt: bool = False,
+    words_mark: str = "⊗",
 ) -> tuple[bytes, list[dict[str, object]]]:
     """A born-digital PDF with one invoice page per seed, and each page's truth entry.
     ``radicals``: its text layer spells ideographs as the radicals the fonts draw with the same
@@ -195,7 +196,9 @@ def digital_pdf(
     three times over). ``red_letter``: each invoice the red-letter one that cancels the seed's
     (:func:`~extractor.synth.content.as_red_letter`). ``buyer``: each invoice's buyer instead
     of the seed's (a person: a name and nothing else). ``tax_exempt``: each sale exempt from
-    tax (:func:`~extractor.synth.content.as_tax_exempt`)."""
+    tax (:func:`~extractor.synth.content.as_tax_exempt`). ``words_mark``: the character the
+    text layer gives the circled cross printed before the amount in words (its glyph is drawn
+    as ever: fonts name it ⊗, ⓧ or ⨂)."""
     doc = pymupdf.open()
     pages: list[dict[str, object]] = []
     used: dict[str, set[str]] = {}
@@ -235,7 +238,7 @@ def digital_pdf(
             "modDate": stamp,
         }
     )
-    data = finish_pdf(doc, used, radicals)
+    data = finish_pdf(doc, used, radicals, words_mark)
     doc.close()
     return data, pages
 

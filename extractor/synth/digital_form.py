@@ -255,12 +255,16 @@ def _radical_spellings() -> dict[int, int]:
     return spelled
 
 
-def _to_unicode_cmap(font: pymupdf.Font, chars: set[str], radicals: bool = False) -> bytes:
+def _to_unicode_cmap(
+    font: pymupdf.Font, chars: set[str], radicals: bool = False, mark: str = "⊗"
+) -> bytes:
     """A ToUnicode CMap (Identity-H: code = glyph id) for ``chars`` only. ``radicals``: each
     ideograph that a radical stands for mapped to the radical, as producers do that write the
     map from a font's own character map, lowest code point first, in fonts that draw both with
-    one glyph (一 reads as ⼀: :mod:`extractor.radicals`)."""
-    spelled = _radical_spellings() if radicals else {}
+    one glyph (一 reads as ⼀: :mod:`extractor.radicals`). ``mark``: what the circled cross
+    before the amount in words is mapped to (fonts name that glyph ⊗, ⓧ or ⨂)."""
+    spelled = dict(_radical_spellings()) if radicals else {}
+    spelled[ord("⊗")] = ord(mark)
     pairs = sorted(
         {(gid, spelled.get(ord(c), ord(c))) for c in chars if (gid := font.has_glyph(ord(c)))}
     )
@@ -289,11 +293,13 @@ def _to_unicode_cmap(font: pymupdf.Font, chars: set[str], radicals: bool = False
     return ("\n".join(lines) + "\n").encode("ascii")
 
 
-def finish_pdf(doc: pymupdf.Document, used: dict[str, set[str]], radicals: bool = False) -> bytes:
+def finish_pdf(
+    doc: pymupdf.Document, used: dict[str, set[str]], radicals: bool = False, mark: str = "⊗"
+) -> bytes:
     """Merge each page's content streams, subset the fonts, cut each font's ToUnicode map
     (PyMuPDF writes one for every glyph of the font) down to the characters set in it (spelled
-    as radicals with ``radicals``: :func:`_to_unicode_cmap`), and save compressed, with no
-    random file id."""
+    as radicals with ``radicals``, the words' mark as ``mark``: :func:`_to_unicode_cmap`), and
+    save compressed, with no random file id."""
     for page in doc:
         page.clean_contents()
     doc.subset_fonts()
@@ -305,7 +311,7 @@ def finish_pdf(doc: pymupdf.Document, used: dict[str, set[str]], radicals: bool 
                 continue
             done.add(xref)
             cmap_xref = int(value.split()[0])
-            cmap = _to_unicode_cmap(pdf_font(resource), used[resource], radicals)
+            cmap = _to_unicode_cmap(pdf_font(resource), used[resource], radicals, mark)
             doc.update_stream(cmap_xref, cmap)
     return doc.tobytes(garbage=4, deflate=True, no_new_id=True)
 
