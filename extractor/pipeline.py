@@ -37,6 +37,7 @@ from extractor.doubts import (
     LOW_CONFIDENCE,
     OFF_IMAGE,
     READ_AGAIN,
+    REFITTED,
     UNCERTAIN_CHARACTER,
     confirm,
     flag,
@@ -222,6 +223,10 @@ class PreparedPage:
         """:attr:`down` in mm, as the fallback places lines (0 but on a page its frame
         registered)."""
         return self.down / self.template.px_per_mm
+
+    refitted: bool = False
+    """Whether the page is cut through the match refitting every outline found, its frame
+    matched no other way and its labels aligning it not (:meth:`Extractor._read_refitted`)."""
 
     form: int = 1
     """Which of the forms on the page this is (:func:`~extractor.registration.forms_beside`:
@@ -696,6 +701,8 @@ class Extractor:
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
+        if registration is None and (refitted := self._read_refitted(prepared)) is not None:
+            return refitted
         missed = None  # why the fallback could not run, on a page the template's boxes read
         if self._wants_fallback(prepared, fields):
             try:
@@ -707,10 +714,49 @@ class Extractor:
                 missed, labels = f"the fallback could not run ({exc}); fields left flagged", None
             if registration is None and labels is not None:
                 registration = "labels"
+        if prepared.refitted:
+            for field in fields.values():
+                if field.valid and field.source != "qr":
+                    flag(field, REFITTED)
         result = _conclude(prepared, fields, registration, self.parties)
         if missed:
             result.message = f"{result.message}; {missed}" if result.message else missed
         return result
+
+    def _read_refitted(self, prepared: PreparedPage) -> PageResult | None:
+        """A page no frame matched and its printed labels do not align, read through the match
+        refitting every outline on it found (:attr:`Alignment.refitted`), if any: cut, read and
+        finished as a page its frame matched, the full-page OCR already run kept for its
+        fallback. Each value no other reading confirms (a rule, the QR code, the registry) is in
+        doubt (:data:`~extractor.doubts.REFITTED`). None: no such match, or the labels align
+        the page (its label path reads names such matches misread on blurred photos)."""
+        refitted, image = prepared.alignment.refitted, prepared.image
+        if refitted is None or image is None:
+            return None
+        with _timed(prepared.timings, "fallback"):  # full-page OCR, which the labels need
+            if prepared.lines is None:
+                prepared.lines = self._page_lines(image, [prepared.template])
+            reference = self.reference_labels(prepared.template)
+            if align_by_labels(prepared.lines, reference, known=True).homography is not None:
+                return None
+        again = self._cut(
+            prepared.index,
+            image,
+            prepared.template,
+            dataclasses.replace(
+                refitted, reason=f"{REFITTED}: its printed labels did not align it"
+            ),
+            prepared.timings,
+            image,
+            prepared.fallback,
+            prepared.form,
+        )
+        # lines a glance found none in (no label at a glance) are read again row by row
+        again.lines, again.template_scores = prepared.lines or None, prepared.template_scores
+        again.refitted = True
+        with _timed(again.timings, "recognize"):
+            (reads,) = self.recognize([again])
+        return self.finish(again, reads)
 
     def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
         """Fields (and second prints) that failed their checks and whose print runs out of their

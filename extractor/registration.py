@@ -100,6 +100,11 @@ class Alignment:
     beside: bool = False
     """Whether the page holds another piece of ruled ink the size of the frame matched, outside
     it (a second form on the page?  :func:`forms_beside` looks)."""
+    refitted: Alignment | None = None
+    """On a page that did not match: the match found by refitting every candidate piece's
+    outline to its outer edge (:func:`_refitted`), where that matches. Less sure than a match
+    (names read through its crops on blurred photos flipped where the page's printed labels
+    read them right), it is for a page its labels do not align."""
 
 
 class Reference:
@@ -430,7 +435,17 @@ def _order(quad: np.ndarray) -> np.ndarray:
 def register(page: np.ndarray, template: Template) -> Alignment:
     """Align ``page`` (BGR or gray) to ``template``'s reference: on its working copy, and where
     no outline there is sure, again on each small candidate piece cut out of the full page
-    (:func:`_small_pieces`), the best kept."""
+    (:func:`_small_pieces`), the best kept. A page that does not match is registered once more
+    with every candidate's outline refitted (:attr:`Alignment.refitted`)."""
+    alignment = _register_best(page, template)
+    if alignment.matched or alignment.homography is None:
+        return alignment
+    refitted, _ = _register(page, template, reference_for(template), refit_every=True)
+    return replace(alignment, refitted=refitted) if refitted.matched else alignment
+
+
+def _register_best(page: np.ndarray, template: Template) -> Alignment:
+    """:func:`register` but for the refitted registration of a page that does not match."""
     ref = reference_for(template)
     first, candidates = _register(page, template, ref)
     if first.score >= SURE_OUTLINE or not candidates:
@@ -514,10 +529,11 @@ def _frame_on(ref: Reference, to_page: np.ndarray) -> np.ndarray:
 
 
 def _register(
-    page: np.ndarray, template: Template, ref: Reference
+    page: np.ndarray, template: Template, ref: Reference, refit_every: bool = False
 ) -> tuple[Alignment, list[Candidate]]:
     """:func:`register` on the page as it is: the alignment and the frame candidates (on the
-    working page) it chose from."""
+    working page) it chose from. ``refit_every``: where the best outline is not sure, every
+    candidate's is refitted (:func:`_refitted`), not only the best's."""
     h, w = page.shape[:2]
     page_scale = _work_scale(page.shape)
     small = to_gray(page)
@@ -536,11 +552,8 @@ def _register(
 
     best, candidate = _best_outline(ref, small, candidates)
     if best.score < SURE_OUTLINE:
-        fitted = fit_sides(candidate.quad, candidate.piece)
-        if fitted is not None:
-            again, _ = _best_outline(ref, small, [Candidate(fitted, candidate.piece)])
-            if again.score > best.score:
-                best = again
+        others = candidates if refit_every else [candidate]
+        best, candidate = _refitted(ref, small, best, candidate, others)
     pieces = joined_candidates(candidates) if best.score < SURE_OUTLINE else []
     if pieces:  # two pieces or more, each joined outline turned as the best one lies
         turned = [Candidate(_turned_as(c.quad, best.to_ref, ref), c.piece) for c in pieces]
@@ -589,6 +602,29 @@ def _register(
         beside=beside,
     )
     return alignment, candidates
+
+
+def _refitted(
+    ref: Reference,
+    small: np.ndarray,
+    best: _Overlay,
+    chosen: Candidate,
+    candidates: list[Candidate],
+) -> tuple[_Overlay, Candidate]:
+    """The best outline with its sides refitted to its piece's outer edge (:func:`fit_sides`):
+    ``chosen``'s first, then each other candidate's until one is sure. The outline a piece's
+    hull gives depends on where the hull starts, and a corner cut off (a seal masked over it)
+    or a sheet's edge that scores higher unfitted took the search (a photo matched 0.49 as
+    taken, 0.975 turned a quarter: its frame's refitted outline scores that either way)."""
+    for each in [chosen, *(c for c in candidates if c is not chosen)]:
+        fitted = fit_sides(each.quad, each.piece)
+        if fitted is not None:
+            again, _ = _best_outline(ref, small, [Candidate(fitted, each.piece)])
+            if again.score > best.score:
+                best, chosen = again, each
+        if best.score >= SURE_OUTLINE:
+            break
+    return best, chosen
 
 
 def forms_beside(

@@ -164,7 +164,8 @@ def _name_errors(value: str) -> list[str]:
     are an amount's capitals (:data:`_CAPITAL_DIGITS`); nor one whose brackets do not pair (a
     bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司)."""
     if odd := _not_text(value):
-        return [f"{value!r} holds {odd!r}, no name's text (a PDF font's unmapped glyphs?)"]
+        why = "a misread, or glyphs a PDF's font leaves unmapped"
+        return [f"{value!r} holds {odd!r}, no name's text ({why})"]
     if not any(ch.isalpha() for ch in value):
         return [f"{value!r} has no letters"]
     if len(value) < 2:
