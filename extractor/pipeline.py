@@ -433,9 +433,13 @@ class Extractor:
                         "aligned by its printed labels",
                     )
             elif not alignment.matched and template is None:
-                return _unmatched(page, None, alignment, timings, scores)
+                if (refitted := _surely_refitted(alignments)) is None:
+                    return _unmatched(page, None, alignment, timings, scores)
+                chosen, alignment = refitted
         elif not alignment.matched and template is None:
-            return _unmatched(page, None, alignment, timings, scores)
+            if (refitted := _surely_refitted(alignments)) is None:
+                return _unmatched(page, None, alignment, timings, scores)
+            chosen, alignment = refitted
         with _timed(timings, "register"):
             forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
         if self.text_layer and page.words is not None and alignment.matched and len(forms) == 1:
@@ -449,6 +453,12 @@ class Extractor:
                 return result
         keep = image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
+            if mode == "never" and alignment.refitted is not None:  # nothing else aligns it
+                prepared = self._cut_refitted(
+                    page.index, image, chosen, alignment.refitted, timings
+                )
+                prepared.template_scores = scores
+                return prepared
             if mode == "never":
                 return _unmatched(page, chosen, alignment, timings)
             prepared = PreparedPage(page.index, chosen, alignment, [], timings, None, keep, mode)
@@ -739,24 +749,40 @@ class Extractor:
             reference = self.reference_labels(prepared.template)
             if align_by_labels(prepared.lines, reference, known=True).homography is not None:
                 return None
-        again = self._cut(
-            prepared.index,
-            image,
-            prepared.template,
-            dataclasses.replace(
-                refitted, reason=f"{REFITTED}: its printed labels did not align it"
-            ),
-            prepared.timings,
-            image,
-            prepared.fallback,
-            prepared.form,
+        again = self._cut_refitted(
+            prepared.index, image, prepared.template, refitted, prepared.timings, prepared.fallback
         )
         # lines a glance found none in (no label at a glance) are read again row by row
         again.lines, again.template_scores = prepared.lines or None, prepared.template_scores
-        again.refitted = True
         with _timed(again.timings, "recognize"):
             (reads,) = self.recognize([again])
         return self.finish(again, reads)
+
+    def _cut_refitted(
+        self,
+        index: int,
+        image: np.ndarray,
+        template: Template,
+        refitted: Alignment,
+        timings: Timings,
+        mode: FallbackMode = "never",
+    ) -> PreparedPage:
+        """A page cut through the match refitting every outline found
+        (:attr:`Alignment.refitted`), its values to be flagged unless confirmed
+        (:attr:`PreparedPage.refitted`)."""
+        reason = f"{REFITTED}: nothing else aligned it"
+        keep = image if mode != "never" else None
+        cut = self._cut(
+            index,
+            image,
+            template,
+            dataclasses.replace(refitted, reason=reason),
+            timings,
+            keep,
+            mode,
+        )
+        cut.refitted = True
+        return cut
 
     def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
         """Fields (and second prints) that failed their checks and whose print runs out of their
@@ -1503,6 +1529,20 @@ def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
     cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
     return [name for name, field in fields.items() if not field.valid and not checked[name].valid]
+
+
+def _surely_refitted(
+    alignments: Mapping[str, tuple[Template, Alignment]],
+) -> tuple[Template, Alignment] | None:
+    """With ``auto``, the one template whose frame the refitted outlines match surely
+    (:data:`SURE_FRAME_SCORE`, as a frame picks a template), with the page's alignment to it
+    (its :attr:`~Alignment.refitted` set); None where none does, or more than one."""
+    sure = [
+        (template, alignment)
+        for template, alignment in alignments.values()
+        if alignment.refitted is not None and alignment.refitted.score >= SURE_FRAME_SCORE
+    ]
+    return sure[0] if len(sure) == 1 else None
 
 
 def _reading_order(template: Template, forms: list[Alignment]) -> list[Alignment]:

@@ -1571,19 +1571,24 @@ def test_an_e_invoices_top_band_is_read_when_its_qr_code_is_not(extractor: Extra
         assert (field.value, field.valid, field.source) == (expected[name], True, "fallback")
 
 
+@pytest.mark.parametrize(
+    ("fallback", "template"), [("auto", "vat_invoice"), ("auto", "auto"), ("never", "vat_invoice")]
+)
 def test_a_photo_its_frame_and_labels_miss_is_read_through_its_refitted_outline(
-    extractor: Extractor,
+    fallback: str, template: str
 ) -> None:
     """A blurred phone photo whose frame matched only once every piece's outline was refitted
     (:attr:`Alignment.refitted`), and whose labels full-page OCR did not find enough of to align
-    it: it was unmatched, every field lost. Now it is cut through that match, and what no other
-    reading confirms is flagged as read so (the sum rule confirms the amounts)."""
+    it (or, the fallback off, were not looked for): it was unmatched, every field lost. Now it
+    is cut through that match (``auto`` picks the template so where the match is sure), and
+    what no other reading confirms is flagged as read so (the sum rule confirms the amounts)."""
     from extractor.doubts import REFITTED
 
     doc = make_document(20382046, "heavy")
     truth = doc.truth["pages"][0]["fields"]
-    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
-    assert page.registration == "frame" and REFITTED in (page.message or "")
+    (page,) = Extractor(fallback=fallback).extract(doc.jpeg, template).pages
+    assert page.template == "vat_invoice" and page.registration == "frame"
+    assert REFITTED in (page.message or "")
     assert sum(page.fields[name].value == value for name, value in truth.items()) >= 8
     for name, field in page.fields.items():
         if field.valid:
