@@ -225,8 +225,9 @@ class PreparedPage:
         return self.down / self.template.px_per_mm
 
     refitted: bool = False
-    """Whether the page is cut through the match refitting every outline found, its frame
-    matched no other way and its labels aligning it not (:meth:`Extractor._read_refitted`)."""
+    """Whether the page was cut through the match refitting every outline found
+    (:attr:`Alignment.refitted`) because nothing else aligned it: its values are flagged unless
+    another reading confirms them (:meth:`Extractor._read_refitted`)."""
 
     form: int = 1
     """Which of the forms on the page this is (:func:`~extractor.registration.forms_beside`:

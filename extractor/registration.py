@@ -445,7 +445,8 @@ def register(page: np.ndarray, template: Template) -> Alignment:
 
 
 def _register_best(page: np.ndarray, template: Template) -> Alignment:
-    """:func:`register` but for the refitted registration of a page that does not match."""
+    """The page's best match: :func:`register` without its second try where it does not
+    match."""
     ref = reference_for(template)
     first, candidates = _register(page, template, ref)
     if first.score >= SURE_OUTLINE or not candidates:
