@@ -305,12 +305,14 @@ async def health(state: State) -> dict[str, Any]:
 @get("/ready", summary="Every worker has loaded its models", tags=["ops"])
 async def ready(state: State) -> Response[dict[str, Any]]:
     pool: WorkerPool = state.pool
-    if pool.ready:
-        return Response({"ready": True, "workers": pool.size}, media_type=MediaType.JSON)
+    ready, workers_ready = pool.ready, pool.ready_count  # one moment's (no await between)
+    if ready:
+        body = {"ready": True, "workers": pool.size, "workers_ready": workers_ready}
+        return Response(body, media_type=MediaType.JSON)
     return Response(
         {
             "error": "not_ready",
-            "detail": f"{pool.ready_count} of {pool.size} workers have loaded their models"
+            "detail": f"{workers_ready} of {pool.size} workers have loaded their models"
             + (
                 f"; failing to load: {next(iter(pool.load_errors.values()))}"
                 if pool.load_errors

@@ -212,7 +212,7 @@ def test_health_ready_and_pids(main: Server) -> None:
     assert health["status"] == "ok"
     assert health["workers"] == 2 and health["workers_ready"] == 2
     assert len(main.pids()) == 2
-    assert main.client.get("/ready").json()["ready"] is True
+    assert main.client.get("/ready").json() == {"ready": True, "workers": 2, "workers_ready": 2}
     # the two workers share one process for the fallback's full-page OCR (fallback_process)
     assert health["fallback_process"]["alive"] is True
     assert main.fallback_pid() not in main.pids()
