@@ -177,7 +177,11 @@ def test_text_keeps_full_width_brackets_and_collapses_spaces() -> None:
         ("ABB（China）有限公司", "ABB(China)有限公司"),
         ("汇丰银行（中国(上海)）分行", "汇丰银行（中国（上海））分行"),
         ("某某商贸有限公司(", "某某商贸有限公司（"),  # unpaired: by its neighbour
-        (" 北京 (ABC) 科技 ", "北京 (ABC) 科技"),
+        (" 北京 (ABC) 科技 ", "北京(ABC)科技"),
+        ("北京 益英创信 科技有限公司", "北京益英创信科技有限公司"),  # read across wide gaps
+        ("张  三", "张三"),
+        ("SAP Labs （北京） 有限公司", "SAP Labs（北京）有限公司"),  # Latin words keep theirs
+        ("JOHN SMITH", "JOHN SMITH"),
     ],
 )
 def test_name_writes_brackets_as_a_registered_name_does(raw: str, name: str) -> None:

@@ -158,17 +158,21 @@ def normalize_text(raw: str) -> str:
     return text
 
 
+_SPACE_BESIDE_CJK = re.compile(r" (?=[^\x00-\x7f])|(?<=[^\x00-\x7f]) ")
+"""A space with anything but ASCII on one side of it (an ideograph, a full-width bracket)."""
 _FULL_WIDTH = str.maketrans("()", "\uff08\uff09")
 _HALF_WIDTH = str.maketrans("\uff08\uff09", "()")
 
 
 def normalize_name(raw: str) -> str:
-    """A party's name: :func:`normalize_text`, and each pair of brackets written as a name
-    registered in China writes it: half-width around Latin words (ABB(China)), full-width
-    around any other (…（北京）有限公司, …（有限合伙）). Print does not tell a full-width
-    bracket from a half-width one, and the recogniser answers either, at the end of a name most
-    often; a bracket no other pairs with goes by its neighbours."""
-    text = normalize_text(raw)
+    """A party's name: :func:`normalize_text` without the spaces beside an ideograph or a
+    full-width form (a name is registered without them: 北京 益英 read across a wide gap, or a
+    text layer that letter-spaces it, is 北京益英; Latin words keep theirs), and each pair of
+    brackets written as a name registered in China writes it: half-width around Latin words
+    (ABB(China)), full-width around any other (…（北京）有限公司, …（有限合伙）). Print does not
+    tell a full-width bracket from a half-width one, and the recogniser answers either, at the
+    end of a name most often; a bracket no other pairs with goes by its neighbours."""
+    text = _SPACE_BESIDE_CJK.sub("", normalize_text(raw))
     chars = list(text)
     opened: list[int] = []
     paired: set[int] = set()
