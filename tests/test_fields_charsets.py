@@ -11,7 +11,7 @@ def test_named_charsets_hold_what_their_fields_print() -> None:
     assert set(NAMED_CHARSETS["tax_id"]) == set("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ")
     assert NAMED_CHARSETS["uscc"] == "0123456789ABCDEFGHJKLMNPQRTUWXY"
     assert not set("IOSVZ") & set(NAMED_CHARSETS["uscc"])
-    assert set("零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负") == set(
+    assert set("零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负数()（）") == set(
         NAMED_CHARSETS["amount_words"]
     )
     assert set("aZ09") <= set(NAMED_CHARSETS["alnum"])

@@ -65,6 +65,8 @@ def test_canonical_pairs(figures: str, words: str) -> None:
         ("ⓧ壹佰元整", "100.00"),  # the mark as a PDF font's ToUnicode map may name it
         ("Ⓧ 壹佰元整", "100.00"),
         ("⨂负壹佰元整", "-100.00"),
+        ("⊗（负数）壹佰元整", "-100.00"),  # a red-letter invoice, as tax-control software prints it
+        ("(负数)壹佰元整", "-100.00"),
         ("负伍角", "-0.50"),
         ("壹 仟 贰佰叁拾肆元 伍角陆分", "1234.56"),
         ("零元伍角", "0.50"),

@@ -15,7 +15,9 @@ UPPER = string.ascii_uppercase
 USCC_CHARSET = "0123456789ABCDEFGHJKLMNPQRTUWXY"
 """GB 32100-2015: digits and 21 capitals (no I, O, S, V, Z); a character's value is its index."""
 
-AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负"
+AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角分整正⊗负数()（）"
+"""The capitals, units and marks of an amount in words: 负 or (负数) before a negative one."""
+
 
 OPENING_BRACKETS, CLOSING_BRACKETS = "(（", ")）"
 BRACKETS = OPENING_BRACKETS + CLOSING_BRACKETS

@@ -18,7 +18,8 @@ The accepted form follows the People's Bank rules for writing amounts
 * below one yuan the integer part may be left out (伍角, 伍分) or written 零元.
 * a bare 拾 (no 壹) is accepted only at the very start (拾元整 = 10).
 * leading ⊗ marks (printed before the 大写 on invoices; a PDF's text layer may give the glyph
-  as ⓧ, Ⓧ or ⨂) are ignored; 负 after them makes the amount negative.
+  as ⓧ, Ⓧ or ⨂) are ignored; 负 after them, or (负数) as tax-control software prints it on a
+  red-letter invoice, makes the amount negative.
 * ``零元整`` parses to ``"0.00"`` (a well-formed zero); ``负零元整`` is rejected.
 
 Amounts go up to 9999亿 (below 10**12 yuan).
@@ -39,7 +40,7 @@ _SMALL_UNIT = {"拾": 1, "佰": 2, "仟": 3}
 _GROUP_UNIT = {"万": 4, "亿": 8}
 _YUAN = "元圆"
 _WHOLE = "整正"
-_NEGATIVE = "负"
+_NEGATIVE = re.compile(r"负|[(（]负数[)）]")
 _MAX = Decimal(10) ** 12
 _ALLOWED = set(DIGIT_CHARS) | set(_SMALL_UNIT) | set(_GROUP_UNIT) | set(_YUAN + "角分" + _WHOLE)
 
@@ -165,9 +166,9 @@ def parse_amount_words(raw: str) -> str:
     """壹仟贰佰叁拾肆元伍角陆分 -> ``"1234.56"``; raises FieldValueError on a malformed amount."""
     text = "".join(raw.split())
     text = text.lstrip(WORDS_MARKS)
-    negative = text.startswith(_NEGATIVE)
+    negative = _NEGATIVE.match(text)
     if negative:
-        text = text[1:]
+        text = text[negative.end() :]
     if not text:
         raise FieldValueError("no amount in capitals")
     bad = "".join(dict.fromkeys(ch for ch in text if ch not in _ALLOWED))
