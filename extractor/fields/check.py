@@ -262,16 +262,22 @@ def _without_label_tail(text: str, label: str | None) -> str:
     """The text without the end of the field's printed label and its colon in front ('称：'
     from 名称 printed just left of the box, a lone '：'): a value never starts with a colon.
     Without its colon too, when the print lies over it ('称' before a name printed a few
-    millimetres left: no value starts with its own label's end)."""
+    millimetres left: no value starts with its own label's end). Brackets of either width are
+    the label's ('(小写)' for （小写）: print does not tell them apart)."""
+    label = label.translate(_HALF_WIDTH_BRACKETS) if label else label
+    folded = text.translate(_HALF_WIDTH_BRACKETS)  # as long as ``text``: cut at the same place
     tails = [label[i:] for i in range(len(label))] if label else []
     for tail in tails:
         for colon in ":：":
-            if text.startswith(tail + colon):
+            if folded.startswith(tail + colon):
                 return text[len(tail) + 1 :].strip()
     if text[:1] in ":：":
         return text[1:].strip()
-    tail = next((tail for tail in tails if text.startswith(tail)), "")
+    tail = next((tail for tail in tails if folded.startswith(tail)), "")
     return text[len(tail) :].strip() or text
+
+
+_HALF_WIDTH_BRACKETS = str.maketrans("（）", "()")
 
 
 def _as_decimal(value: str | None) -> Decimal | None:
