@@ -138,6 +138,14 @@ def test_digits() -> None:
     assert normalize_digits("12345 67890 12345 67890") == "12345678901234567890"
     assert normalize_digits("０４４００１９００１１１") == "044001900111"
     assert normalize_digits(" 00123 ") == "00123"
+    # the numero sign the national form prints before the number, read with it
+    assert normalize_digits("№ 34276679") == normalize_digits("No.34276679") == "34276679"
+
+
+@pytest.mark.parametrize(("raw", "bad"), [("N034276679", "N"), ("3427No6679", "No")])
+def test_a_numero_sign_only_in_front_and_whole(raw: str, bad: str) -> None:
+    with pytest.raises(FieldValueError, match=f"non-digit characters: '{bad}'"):
+        normalize_digits(raw)
 
 
 @pytest.mark.parametrize(

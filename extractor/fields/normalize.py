@@ -129,14 +129,20 @@ def _checked_date(year: int, month: int, day: int) -> str:
 
 
 def normalize_digits(raw: str) -> str:
-    """A code of digits: spaces dropped, full-width digits -> ASCII, anything else rejected."""
-    text = _ascii_digits(_squeeze(raw))
+    """A code of digits: spaces dropped, full-width digits -> ASCII, the numero sign printed
+    before an invoice's number (№, No, No.) dropped, anything else rejected."""
+    text = _NUMERO.sub("", _ascii_digits(_squeeze(raw)), count=1)
     if not text:
         raise FieldValueError("empty")
     bad = "".join(dict.fromkeys(ch for ch in text if ch not in "0123456789"))
     if bad:
         raise FieldValueError(f"non-digit characters: {bad!r}")
     return text
+
+
+_NUMERO = re.compile(r"^(?:№|N[Oo]\.?)[:：]?")
+"""The numero sign the national form prints before the invoice number, as a line read whole
+(the fallback's) or a text layer gives it with the number."""
 
 
 def normalize_tax_id(raw: str) -> str:
