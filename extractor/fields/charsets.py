@@ -22,6 +22,9 @@ AMOUNT_WORDS_CHARSET = "零壹贰叁肆伍陆柒捌玖拾佰仟万亿元圆角�
 OPENING_BRACKETS, CLOSING_BRACKETS = "(（", ")）"
 BRACKETS = OPENING_BRACKETS + CLOSING_BRACKETS
 """Round brackets, half-width and full-width: print does not tell the two widths apart."""
+HALF_WIDTH_BRACKETS = str.maketrans("（）", "()")
+FULL_WIDTH_BRACKETS = str.maketrans("()", "（）")
+"""Translation tables (:meth:`str.translate`) writing round brackets at one width."""
 
 EXEMPT_MARK = "*"
 """Printed three times over instead of a tax amount where the sale is exempt from tax (免税) or

@@ -15,6 +15,7 @@ import opencc
 
 from extractor.fields.charsets import (
     CLOSING_BRACKETS,
+    HALF_WIDTH_BRACKETS,
     OPENING_BRACKETS,
     ideograph,
     plain_character,
@@ -264,8 +265,8 @@ def _without_label_tail(text: str, label: str | None) -> str:
     Without its colon too, when the print lies over it ('称' before a name printed a few
     millimetres left: no value starts with its own label's end). Brackets of either width are
     the label's ('(小写)' for （小写）: print does not tell them apart)."""
-    label = label.translate(_HALF_WIDTH_BRACKETS) if label else label
-    folded = text.translate(_HALF_WIDTH_BRACKETS)  # as long as ``text``: cut at the same place
+    label = label.translate(HALF_WIDTH_BRACKETS) if label else label
+    folded = text.translate(HALF_WIDTH_BRACKETS)  # as long as ``text``: cut at the same place
     tails = [label[i:] for i in range(len(label))] if label else []
     for tail in tails:
         for colon in ":：":
@@ -275,9 +276,6 @@ def _without_label_tail(text: str, label: str | None) -> str:
         return text[1:].strip()
     tail = next((tail for tail in tails if folded.startswith(tail)), "")
     return text[len(tail) :].strip() or text
-
-
-_HALF_WIDTH_BRACKETS = str.maketrans("（）", "()")
 
 
 def _as_decimal(value: str | None) -> Decimal | None:

@@ -14,7 +14,14 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from types import MappingProxyType
 
-from extractor.fields.charsets import CLOSING_BRACKETS, EXEMPT_MARK, OPENING_BRACKETS, ideograph
+from extractor.fields.charsets import (
+    CLOSING_BRACKETS,
+    EXEMPT_MARK,
+    FULL_WIDTH_BRACKETS,
+    HALF_WIDTH_BRACKETS,
+    OPENING_BRACKETS,
+    ideograph,
+)
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.words import parse_amount_words
@@ -166,8 +173,6 @@ def normalize_text(raw: str) -> str:
 
 _SPACE_BESIDE_CJK = re.compile(r" (?=[^\x00-\x7f])|(?<=[^\x00-\x7f]) ")
 """A space with anything but ASCII on one side of it (an ideograph, a full-width bracket)."""
-_FULL_WIDTH = str.maketrans("()", "\uff08\uff09")
-_HALF_WIDTH = str.maketrans("\uff08\uff09", "()")
 
 
 def normalize_name(raw: str) -> str:
@@ -189,13 +194,17 @@ def normalize_name(raw: str) -> str:
             start = opened.pop()
             words = text[start + 1 : i]
             latin = any(c.isascii() and c.isalpha() for c in words)
-            width = _HALF_WIDTH if latin and not any(map(ideograph, words)) else _FULL_WIDTH
+            width = (
+                HALF_WIDTH_BRACKETS
+                if latin and not any(map(ideograph, words))
+                else FULL_WIDTH_BRACKETS
+            )
             chars[start] = chars[start].translate(width)
             chars[i] = chars[i].translate(width)
             paired |= {start, i}
     for i, ch in enumerate(text):  # unpaired: full-width beside an ideograph
         if i not in paired and ch in "()" and any(map(ideograph, text[max(0, i - 1) : i + 2])):
-            chars[i] = ch.translate(_FULL_WIDTH)
+            chars[i] = ch.translate(FULL_WIDTH_BRACKETS)
     return "".join(chars)
 
 
