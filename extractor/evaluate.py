@@ -1,6 +1,7 @@
 """``roi eval``: score extraction against documents that carry ground truth.
 
-A document ``X.jpg`` (or .png, .pdf, .tif) is scored when ``X.json`` lies beside it, holding
+A document ``X.jpg`` (or any kind a batch takes: .png, .pdf, .tif, .heic, .webp...) is scored
+when ``X.json`` lies beside it, holding
 ``{"template": ..., "level": ..., "pages": [{"page": 0, "template": ..., "fields": {...}}]}``.
 A wrong value is *flagged* when the result marks it invalid, and *dangerous* when it passes as
 valid: the number that matters most. A right value that is flagged costs a person's look: how
@@ -17,11 +18,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from extractor.batch.inputs import DOCUMENT_SUFFIXES
 from extractor.errors import RoiError
 from extractor.pipeline import Extractor
 from extractor.result import FieldResult
-
-DOCUMENT_SUFFIXES = {".jpg", ".jpeg", ".png", ".pdf", ".tif", ".tiff"}
 
 
 class Tally(BaseModel):

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cv2
+
 from extractor.evaluate import edit_distance, evaluate
 from extractor.pipeline import Extractor
 
@@ -61,6 +63,19 @@ def test_cli_json(tmp_path: Path) -> None:
     report = json.loads(proc.stdout)
     assert report["overall"]["fields"] == 12 and report["overall"]["exact"] == 12
     assert list(report["by_level"]) == ["vat_invoice clean"]
+
+
+def test_scores_photos_as_phones_save_them(tmp_path: Path) -> None:
+    """A folder of phone photos saved as WebP (or HEIC, AVIF) with their truth beside them is
+    scored as a batch would read it: eval once took only PDF, PNG, JPEG and TIFF files."""
+    src = FIXTURES / "clean/vat_invoice_0005.jpg"
+    ok, webp = cv2.imencode(".webp", cv2.imread(str(src)), [cv2.IMWRITE_WEBP_QUALITY, 95])
+    assert ok
+    (tmp_path / "photo.webp").write_bytes(webp.tobytes())
+    shutil.copy(src.with_suffix(".json"), tmp_path / "photo.json")
+    report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
+    assert report.documents == 1 and report.overall.fields == 12
+    assert report.overall.exact >= 11
 
 
 def test_counts_right_values_that_are_flagged(tmp_path: Path) -> None:

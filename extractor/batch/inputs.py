@@ -44,7 +44,7 @@ def find_paths(inputs: Iterable[str]) -> list[Path]:
     """Every document path named by ``inputs``, each once, in a stable order.
 
     A file is taken whatever its suffix (its type is judged by content later); a folder is
-    searched recursively for PDF/PNG/JPEG/TIFF files by suffix; anything else is a glob
+    searched recursively for documents by suffix (``DOCUMENT_SUFFIXES``); anything else is a glob
     pattern (``**`` recurses). A name that matches nothing raises :class:`InputError`.
     """
     found: dict[Path, None] = {}
