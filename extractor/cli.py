@@ -70,7 +70,11 @@ def _extract(args: argparse.Namespace) -> int:
         try:
             result = extractor.extract(file, args.template)
         except RoiError as exc:
-            print(f"roi: {file}: {exc}", file=sys.stderr)
+            said = str(exc)  # errors about the path itself (no such file) name it already
+            print(
+                f"roi: {said if said.startswith(f'{file}:') else f'{file}: {said}'}",
+                file=sys.stderr,
+            )
             status = EXIT_ERROR
             continue
         if args.json:
