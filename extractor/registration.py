@@ -437,22 +437,24 @@ def register(page: np.ndarray, template: Template) -> Alignment:
     no outline there is sure, again on each small candidate piece cut out of the full page
     (:func:`_small_pieces`), the best kept. A page that does not match is registered once more
     with every candidate's outline refitted (:attr:`Alignment.refitted`)."""
-    alignment = _register_best(page, template)
+    ref = reference_for(template)
+    alignment, search = _register_best(page, template, ref)
     if alignment.matched or alignment.homography is None:
         return alignment
-    refitted, _ = _register(page, template, reference_for(template), refit_every=True)
-    return replace(alignment, refitted=refitted) if refitted.matched else alignment
+    refitted = _refit_every(ref, template, search)
+    return replace(alignment, refitted=refitted) if refitted and refitted.matched else alignment
 
 
-def _register_best(page: np.ndarray, template: Template) -> Alignment:
-    """The page's best match: :func:`register` without its second try where it does not
-    match."""
-    ref = reference_for(template)
-    first, candidates = _register(page, template, ref)
-    if first.score >= SURE_OUTLINE or not candidates:
-        return first
+def _register_best(
+    page: np.ndarray, template: Template, ref: Reference
+) -> tuple[Alignment, _Search]:
+    """The page's best match (:func:`register` without its second try where it does not match)
+    and the search on the whole page."""
+    first, search = _register(page, template, ref)
+    if first.score >= SURE_OUTLINE or not search.candidates:
+        return first, search
     best = first
-    for x0, y0, x1, y1 in _small_pieces(candidates, page.shape[:2]):
+    for x0, y0, x1, y1 in _small_pieces(search.candidates, page.shape[:2]):
         zoomed, _ = _register(page[y0:y1, x0:x1], template, ref)
         if zoomed.score > best.score and zoomed.homography is not None:
             homography = np.array([[1, 0, x0], [0, 1, y0], [0, 0, 1]], np.float64)
@@ -461,14 +463,28 @@ def _register_best(page: np.ndarray, template: Template) -> Alignment:
         if best.score >= SURE_OUTLINE:
             break
     if best is first:
-        return first
+        return first, search
     assert best.homography is not None
-    page_scale = _work_scale(page.shape)
-    to_page = np.diag([page_scale, page_scale, 1.0]) @ best.homography
+    to_page = np.diag([search.page_scale, search.page_scale, 1.0]) @ best.homography
     to_page = to_page @ np.diag([1 / ref.scale, 1 / ref.scale, 1.0])
-    chosen = _piece_under(candidates, to_page, ref)
-    beside = best.matched and chosen is not None and _beside(candidates, chosen, to_page, ref)
-    return replace(best, beside=beside)
+    chosen = _piece_under(search.candidates, to_page, ref)
+    beside = (
+        best.matched and chosen is not None and _beside(search.candidates, chosen, to_page, ref)
+    )
+    return replace(best, beside=beside), search
+
+
+def _refit_every(ref: Reference, template: Template, search: _Search) -> Alignment | None:
+    """The page's alignment had its search refitted every candidate's outline, not only the
+    best's (:func:`_refitted`, continued where the first search stopped); None where no other
+    outline refitted overlays the reference better, which leaves the first search's match."""
+    if search.outline is None or search.chosen is None or search.outline.score >= SURE_OUTLINE:
+        return None
+    others = [c for c in search.candidates if c is not search.chosen]
+    best, chosen = _refitted(ref, search.small, search.outline, search.chosen, others, first=False)
+    if best is search.outline:
+        return None
+    return _finished(template, ref, search, best, chosen)
 
 
 def _small_pieces(
@@ -529,12 +545,20 @@ def _frame_on(ref: Reference, to_page: np.ndarray) -> np.ndarray:
     return cv2.perspectiveTransform(ref.frame.reshape(1, 4, 2).astype(np.float64), to_page)[0]
 
 
-def _register(
-    page: np.ndarray, template: Template, ref: Reference, refit_every: bool = False
-) -> tuple[Alignment, list[Candidate]]:
-    """:func:`register` on the page as it is: the alignment and the frame candidates (on the
-    working page) it chose from. ``refit_every``: where the best outline is not sure, every
-    candidate's is refitted (:func:`_refitted`), not only the best's."""
+class _Search(NamedTuple):
+    """A registration's search on one page: the page's working copy (grey, :data:`PAGE_WORK_SIDE`
+    on its long side at most), the frame candidates found on it, and the outline chosen from
+    them (before it is joined with other pieces, refined and unbent) with its candidate."""
+
+    small: np.ndarray
+    page_scale: float
+    candidates: list[Candidate]
+    outline: _Overlay | None = None
+    chosen: Candidate | None = None
+
+
+def _register(page: np.ndarray, template: Template, ref: Reference) -> tuple[Alignment, _Search]:
+    """:func:`register` on the page as it is: the alignment and the search it came from."""
     h, w = page.shape[:2]
     page_scale = _work_scale(page.shape)
     small = to_gray(page)
@@ -547,14 +571,23 @@ def _register(
     ink = binarize(small)
     if page.ndim == 3:
         ink[seal_mask(page)] = 0  # a seal over the frame's corner would bend its outline
-    candidates = frame_candidates(ink)
-    if not candidates:
-        return Alignment(False, 0.0, None, reason="no ruled form frame found on the page"), []
+    search = _Search(small, page_scale, frame_candidates(ink))
+    if not search.candidates:
+        return Alignment(False, 0.0, None, reason="no ruled form frame found on the page"), search
 
-    best, candidate = _best_outline(ref, small, candidates)
+    best, candidate = _best_outline(ref, small, search.candidates)
     if best.score < SURE_OUTLINE:
-        others = candidates if refit_every else [candidate]
-        best, candidate = _refitted(ref, small, best, candidate, others)
+        best, candidate = _refitted(ref, small, best, candidate, [])
+    search = search._replace(outline=best, chosen=candidate)
+    return _finished(template, ref, search, best, candidate), search
+
+
+def _finished(
+    template: Template, ref: Reference, search: _Search, best: _Overlay, candidate: Candidate
+) -> Alignment:
+    """The alignment through ``best``, the outline ``search`` chose (of ``candidate``), once it
+    is joined with other pieces where that overlays better, refined and unbent."""
+    small, candidates = search.small, search.candidates
     pieces = joined_candidates(candidates) if best.score < SURE_OUTLINE else []
     if pieces:  # two pieces or more, each joined outline turned as the best one lies
         turned = [Candidate(_turned_as(c.quad, best.to_ref, ref), c.piece) for c in pieces]
@@ -582,7 +615,7 @@ def _register(
     # reference full px -> reference work px -> page work px -> page full px
     ref_to_page_work = np.linalg.inv(to_ref)
     homography = (
-        np.diag([1 / page_scale, 1 / page_scale, 1.0])
+        np.diag([1 / search.page_scale, 1 / search.page_scale, 1.0])
         @ ref_to_page_work
         @ np.diag([ref.scale, ref.scale, 1.0])
     )
@@ -602,7 +635,7 @@ def _register(
         on_form=on_form,
         beside=beside,
     )
-    return alignment, candidates
+    return alignment
 
 
 def _refitted(
@@ -610,14 +643,16 @@ def _refitted(
     small: np.ndarray,
     best: _Overlay,
     chosen: Candidate,
-    candidates: list[Candidate],
+    others: list[Candidate],
+    first: bool = True,
 ) -> tuple[_Overlay, Candidate]:
     """The best outline with its sides refitted to its piece's outer edge (:func:`fit_sides`):
-    ``chosen``'s first, then each other candidate's until one is sure. The outline a piece's
-    hull gives depends on where the hull starts, and a corner cut off (a seal masked over it)
-    or a sheet's edge that scores higher unfitted took the search (a photo matched 0.49 as
-    taken, 0.975 turned a quarter: its frame's refitted outline scores that either way)."""
-    for each in [chosen, *(c for c in candidates if c is not chosen)]:
+    ``chosen``'s first (unless ``first`` is False: done already), then each of ``others`` until
+    one is sure. The outline a piece's hull gives depends on where the hull starts, and a corner
+    cut off (a seal masked over it) or a sheet's edge that scores higher unfitted took the
+    search (a photo matched 0.49 as taken, 0.975 turned a quarter: its frame's refitted outline
+    scores that either way)."""
+    for each in [chosen, *others] if first else others:
         fitted = fit_sides(each.quad, each.piece)
         if fitted is not None:
             again, _ = _best_outline(ref, small, [Candidate(fitted, each.piece)])
