@@ -106,7 +106,9 @@ def _templates(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from extractor.evaluate import evaluate, print_report
 
-    report = evaluate(Path(args.dir), template=args.template, extractor=_extractor(args))
+    report = evaluate(
+        Path(args.dir), template=args.template, extractor=_extractor(args), quiet=args.quiet
+    )
     if args.json:
         print(report.model_dump_json(indent=2))
     else:
@@ -275,8 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
     tp.set_defaults(func=_templates)
 
     ev = sub.add_parser("eval", help="score extraction against fixtures with ground truth")
-    ev.add_argument("dir", help="folder searched recursively for documents with a .json truth")
+    ev.add_argument(
+        "dir",
+        help="folder searched recursively for documents X.pdf, X.jpg... with X.json beside them: "
+        '{"template": "vat_invoice", "pages": [{"page": 0, "fields": {"total": "106.00", ...}}]} '
+        "(page 0-based; a page's own template, null for a page that is no invoice)",
+    )
     ev.add_argument("--template", default=None, help="template name (default: the truth's)")
+    ev.add_argument("--quiet", "-q", action="store_true", help="no progress bar")
     ev.add_argument("--engine", choices=ENGINES, default="ppocr")
     ev.add_argument("--json", action="store_true")
     ev.add_argument("--fallback", choices=("auto", "never", "always"), default="auto")

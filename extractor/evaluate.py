@@ -10,17 +10,17 @@ many there are is the review load.
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extractor.batch.inputs import DOCUMENT_SUFFIXES
-from extractor.errors import RoiError
+from extractor.errors import InputError, RoiError
 from extractor.pipeline import Extractor
+from extractor.progress import DocumentsProgress
 from extractor.result import FieldResult
 
 
@@ -102,12 +102,66 @@ def edit_distance(a: str, b: str) -> int:
     return previous[-1]
 
 
+class TruthPage(BaseModel):
+    """One page's truth: the template it is a form of (``null``: not an invoice, which the
+    extractor should leave unmatched; left out: the document's) and its fields' values, each
+    as the result gives it (amounts as strings, ``"106.00"``)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    page: int = Field(default=0, ge=0, description="0-based")
+    template: str | None = None
+    fields: dict[str, str] = Field(default_factory=dict)
+
+
+class Truth(BaseModel):
+    """``X.json`` beside the document ``X``."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    template: str | None = None
+    level: str | None = None
+    pages: list[TruthPage] = Field(min_length=1)
+
+
+def read_truth(path: Path, template: str | None = None) -> Truth:
+    """``path``'s truth, each page's template filled from the document's (or ``template``,
+    ``--template``) where it leaves it out; :class:`~extractor.errors.InputError` naming the
+    file and what is wrong with it otherwise."""
+    try:
+        truth = Truth.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "the file"
+        raise InputError(f"{path.name}: not a truth file: {where}: {first['msg']}") from None
+    document_template = truth.template or template
+    pages = []
+    for page in truth.pages:
+        if "template" not in page.model_fields_set:
+            if document_template is None:
+                raise InputError(
+                    f"{path.name}: page {page.page} names no template and neither does the file "
+                    "(give one, or --template)"
+                )
+            page = page.model_copy(update={"template": document_template})
+        pages.append(page)
+    return truth.model_copy(update={"template": document_template, "pages": pages})
+
+
 def find_documents(root: Path) -> list[tuple[Path, Path]]:
-    """(document, truth) pairs under ``root``, sorted by path."""
+    """(document, truth) pairs under ``root``, sorted by path; :class:`InputError` where
+    ``root`` is no folder or holds none."""
+    if not root.is_dir():
+        raise InputError(f"{root}: {'not a folder' if root.exists() else 'no such folder'}")
     pairs = []
     for path in sorted(root.rglob("*")):
         if path.suffix.lower() in DOCUMENT_SUFFIXES and path.with_suffix(".json").is_file():
             pairs.append((path, path.with_suffix(".json")))
+    if not pairs:
+        raise InputError(
+            f"{root}: no document with its truth beside it (a document X.jpg is scored when "
+            "X.json lies beside it: see `roi eval --help`)"
+        )
     return pairs
 
 
@@ -116,55 +170,76 @@ def evaluate(
     template: str | None = None,
     engine: str = "ppocr",
     extractor: Extractor | None = None,
+    quiet: bool = True,
 ) -> EvalReport:
+    """Extract every document under ``root`` that has its truth beside it and score the
+    fields against it (``quiet=False``: a progress bar on stderr)."""
+    documents = find_documents(root)
     extractor = extractor or Extractor(engine=engine)
     report = EvalReport()
     by_field: dict[str, Tally] = defaultdict(Tally)
     by_level: dict[str, Tally] = defaultdict(Tally)
     start = time.perf_counter()
-    for doc, truth_path in find_documents(root):
-        truth = json.loads(truth_path.read_text(encoding="utf-8"))
-        level = f"{truth['template']} {truth.get('level') or doc.parent.name}"
-        name = str(doc.relative_to(root))
-        report.documents += 1
-        try:
-            result = extractor.extract(doc, template or truth["template"])
-        except RoiError as exc:
-            report.errors.append(f"{name}: {exc}")
-            continue
-        pages = {p.page - 1: p for p in result.pages if p.form == 1}  # the truth's one form
-        for expected_page in truth["pages"]:
-            report.pages += 1
-            got_page = pages.get(expected_page["page"])
-            if expected_page.get("template") is None:
-                report.non_invoice_pages += 1
-                if got_page is not None and got_page.status == "unmatched":
-                    report.non_invoice_rejected += 1
-                continue
-            if got_page is None or got_page.status == "unmatched":
-                report.unmatched_pages += 1
-            elif got_page.template != expected_page["template"]:
-                report.wrong_template_pages += 1
-            for field, expected in expected_page["fields"].items():
-                got = got_page.fields.get(field) if got_page is not None else None
-                ok = report.overall.add(expected, got)
-                by_field[field].add(expected, got)
-                by_level[level].add(expected, got)
-                if not ok:
-                    report.misses.append(
-                        Miss(
-                            file=name,
-                            page=expected_page["page"] + 1,
-                            field=field,
-                            expected=expected,
-                            got=got.value if got is not None else None,
-                            valid=bool(got is not None and got.valid),
-                        )
-                    )
+    with DocumentsProgress(len(documents), "scoring", quiet=quiet) as progress:
+        for doc, truth_path in documents:
+            pages = _score(extractor, root, doc, truth_path, template, report, by_field, by_level)
+            progress.advance(pages)
     report.seconds = round(time.perf_counter() - start, 2)
     report.by_field = dict(sorted(by_field.items()))
     report.by_level = dict(sorted(by_level.items(), key=_level_order))
     return report
+
+
+def _score(
+    extractor: Extractor,
+    root: Path,
+    doc: Path,
+    truth_path: Path,
+    template: str | None,
+    report: EvalReport,
+    by_field: dict[str, Tally],
+    by_level: dict[str, Tally],
+) -> int:
+    """One document scored into ``report``: the number of its pages."""
+    name = str(doc.relative_to(root))
+    report.documents += 1
+    try:
+        truth = read_truth(truth_path, template)
+        result = extractor.extract(doc, template or truth.template or "auto")  # no page a form
+    except RoiError as exc:
+        report.errors.append(f"{name}: {exc}")
+        return 0
+    level = f"{truth.template or 'auto'} {truth.level or doc.parent.name}"
+    pages = {p.page - 1: p for p in result.pages if p.form == 1}  # the truth's one form
+    for expected_page in truth.pages:
+        report.pages += 1
+        got_page = pages.get(expected_page.page)
+        if expected_page.template is None:
+            report.non_invoice_pages += 1
+            if got_page is not None and got_page.status == "unmatched":
+                report.non_invoice_rejected += 1
+            continue
+        if got_page is None or got_page.status == "unmatched":
+            report.unmatched_pages += 1
+        elif got_page.template != expected_page.template:
+            report.wrong_template_pages += 1
+        for field, expected in expected_page.fields.items():
+            got = got_page.fields.get(field) if got_page is not None else None
+            ok = report.overall.add(expected, got)
+            by_field[field].add(expected, got)
+            by_level[level].add(expected, got)
+            if not ok:
+                report.misses.append(
+                    Miss(
+                        file=name,
+                        page=expected_page.page + 1,
+                        field=field,
+                        expected=expected,
+                        got=got.value if got is not None else None,
+                        valid=bool(got is not None and got.valid),
+                    )
+                )
+    return len(truth.pages)
 
 
 _LEVEL_ORDER = {"clean": 0, "light": 1, "medium": 2, "heavy": 3, "geometry": 4, "multipage": 5}

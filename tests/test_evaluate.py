@@ -7,7 +7,9 @@ import sys
 from pathlib import Path
 
 import cv2
+import pytest
 
+from extractor.errors import InputError
 from extractor.evaluate import edit_distance, evaluate
 from extractor.pipeline import Extractor
 
@@ -76,6 +78,38 @@ def test_scores_photos_as_phones_save_them(tmp_path: Path) -> None:
     report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
     assert report.documents == 1 and report.overall.fields == 12
     assert report.overall.exact >= 11
+
+
+def test_truth_as_a_person_writes_it(tmp_path: Path) -> None:
+    """A truth file written by hand: a page without its own template is a form of the file's;
+    a value given as a number, or a file that is not JSON, is that document's error (named,
+    with what is wrong), not a traceback ending the run; a folder without truth is an error."""
+    src = FIXTURES / "clean/vat_invoice_0005.jpg"
+    truth = json.loads(src.with_suffix(".json").read_text(encoding="utf-8"))
+    fields = truth["pages"][0]["fields"]
+    shutil.copy(src, tmp_path / "a.jpg")
+    by_hand = {"template": "vat_invoice", "pages": [{"page": 0, "fields": fields}]}
+    (tmp_path / "a.json").write_text(json.dumps(by_hand, ensure_ascii=False), encoding="utf-8")
+    shutil.copy(src, tmp_path / "b.jpg")
+    as_number = {"template": "vat_invoice", "pages": [{"fields": {"total": 106.0}}]}
+    (tmp_path / "b.json").write_text(json.dumps(as_number), encoding="utf-8")
+    shutil.copy(src, tmp_path / "c.jpg")
+    (tmp_path / "c.json").write_text("{not json", encoding="utf-8")
+
+    report = evaluate(tmp_path, extractor=Extractor(fallback="never"))
+    assert report.documents == 3 and report.pages == 1
+    assert report.overall.fields == 12 and report.overall.exact == 12
+    assert list(report.by_level) == ["vat_invoice " + tmp_path.name]
+    b_error, c_error = report.errors
+    assert b_error.startswith("b.jpg: b.json: not a truth file: pages.0.fields.total: ")
+    assert "string" in b_error
+    assert c_error.startswith("c.jpg: c.json: not a truth file: ")
+
+    with pytest.raises(InputError, match="no such folder"):
+        evaluate(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no document with its truth beside it"):
+        evaluate(tmp_path / "empty")
 
 
 def test_counts_right_values_that_are_flagged(tmp_path: Path) -> None:

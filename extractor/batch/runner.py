@@ -21,6 +21,7 @@ from extractor.batch.worker import Outcome
 from extractor.batch.writer import ERRORS_NAME, BatchWriter
 from extractor.errors import InputError, RoiError
 from extractor.parties import Parties, load_parties
+from extractor.progress import DocumentsProgress
 
 if TYPE_CHECKING:
     from extractor.pipeline import FallbackMode
@@ -258,7 +259,7 @@ def _run(
             _record_failure(manifest, writer, summary, doc, "InputError", reason)
 
     start = time.perf_counter()
-    with _Progress(len(runnable), quiet=opts.quiet) as progress:
+    with DocumentsProgress(len(runnable), "extracting", quiet=opts.quiet) as progress:
         for doc, outcome in _outcomes(opts, runnable, parties):
             if "fatal" in outcome:
                 raise RoiError(outcome["fatal"])
@@ -272,7 +273,7 @@ def _run(
             else:
                 _record_failure(manifest, writer, summary, doc, outcome["error"], outcome["reason"])
             summary.seconds = time.perf_counter() - start
-            progress.advance(outcome.get("pages", 0), summary)
+            progress.advance(outcome.get("pages", 0))
     summary.seconds = time.perf_counter() - start
     return summary
 
@@ -290,52 +291,6 @@ def _record_failure(
     summary.processed += 1
     summary.failed += 1
     summary.failures.append((doc.path, reason))
-
-
-class _Progress:
-    """A rich progress bar on stderr: documents, pages, pages/s, ETA. Silent when quiet."""
-
-    def __init__(self, total: int, quiet: bool) -> None:
-        self.total = total
-        self.enabled = not quiet and total > 0
-        self.progress: Any = None
-
-    def __enter__(self) -> _Progress:
-        if self.enabled:
-            from rich.console import Console
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-                TimeRemainingColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("extracting"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("docs · {task.fields[pages]} pages · {task.fields[rate]} pages/s"),
-                TimeElapsedColumn(),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=False,
-            )
-            self.progress.start()
-            self.task = self.progress.add_task("batch", total=self.total, pages=0, rate="-")
-        return self
-
-    def advance(self, pages: int, summary: BatchSummary) -> None:
-        if self.progress is not None:
-            self.progress.update(
-                self.task, advance=1, pages=summary.pages, rate=f"{summary.pages_per_second:.2f}"
-            )
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
 
 
 def format_summary(summary: BatchSummary, out_dir: Path) -> str:
