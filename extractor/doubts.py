@@ -19,6 +19,7 @@ EARLY_END = "the line found ends"  # a name's line that ends before its box's re
 OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
 AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
 COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
+UNENDED = "the name ends in no word a name ends in"  # …公司, …学校, …店: read short of its end?
 REFITTED = "the form matched only once every outline on the page was refitted"
 """A page's fields read through the match :attr:`~extractor.registration.Alignment.refitted`
 found: a value no other reading confirms is in doubt."""
@@ -32,6 +33,7 @@ DOUBT = (
     OFF_IMAGE,
     AT_EDGE,
     COVERED,
+    UNENDED,
     REFITTED,
 )
 """How the doubts read: errors that say a value that passes its checks may still be wrong."""

@@ -39,6 +39,7 @@ from extractor.doubts import (
     READ_AGAIN,
     REFITTED,
     UNCERTAIN_CHARACTER,
+    UNENDED,
     confirm,
     flag,
     only_doubt,
@@ -66,6 +67,7 @@ from extractor.fields import (
     BRACKETS,
     DECIMAL_POINTS,
     check_value,
+    ends_as_a_name,
     holding_rules,
     ideograph,
     is_valid_uscc,
@@ -841,7 +843,8 @@ class Extractor:
         for spec in template.fields:
             inside = words_in_box(words, spec, MARGIN_MM, labels)
             text = join_words(inside, spec.label)
-            field = self._field(spec, Recognition(text, 1.0 if text else 0.0), None)
+            read = Recognition(text, 1.0 if text else 0.0)
+            field = self._field(spec, read, None, in_text_layer=True)
             field.box = _bounds(mapped(_words_quad(inside), to_page)) if inside else None
             field.source = "text_layer"
             fields[spec.name] = field
@@ -880,7 +883,7 @@ class Extractor:
             if found is None:
                 continue
             text, _, quad = found
-            field = self._field(spec, Recognition(text, 1.0), mapped(quad, to_page))
+            field = self._field(spec, Recognition(text, 1.0), mapped(quad, to_page), True)
             if field.valid:
                 field.source = "text_layer"
                 field.note = "read beside its label: the text is not in the template's box"
@@ -1081,7 +1084,15 @@ class Extractor:
         clean, _ = separate_ink(crop, page.template.px_per_mm)
         return self.engine.recognize([clean], [None])[0]
 
-    def _field(self, spec: FieldSpec, read: Recognition, quad: np.ndarray | None) -> FieldResult:
+    def _field(
+        self,
+        spec: FieldSpec,
+        read: Recognition,
+        quad: np.ndarray | None,
+        in_text_layer: bool = False,
+    ) -> FieldResult:
+        """The field ``spec`` as ``read`` (in a PDF's text layer: as written, ``in_text_layer``;
+        else recognised, in doubt where the reading is unsure or a name ends mid-word)."""
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
@@ -1106,6 +1117,9 @@ class Extractor:
                 f"{UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
             )
+        unended = spec.kind is FieldKind.name and not ends_as_a_name(checked.value or "")
+        if unended and not in_text_layer:
+            errors.append(f"{UNENDED} (…公司, …学校, …店): read short of its end?")
         shows_digits = spec.decimals is not None and any(ch.isdigit() for ch in raw)  # not ***
         if shows_digits and checked.value is not None and not checked.errors:
             shown = _decimals_read(raw)

@@ -33,7 +33,7 @@ from extractor.fields.normalize import (
     normalize_tax_id,
     normalize_text,
 )
-from extractor.fields.persons import person_name
+from extractor.fields.persons import ends_as_a_name, person_name
 from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
 from extractor.fields.words import amount_to_words, parse_amount_words
 
@@ -50,6 +50,7 @@ __all__ = [
     "amount_to_words",
     "check_rules",
     "check_value",
+    "ends_as_a_name",
     "get_normalizer",
     "holding_rules",
     "ideograph",

@@ -52,3 +52,27 @@ def person_name(name: str) -> bool:
         return False
     surname = 2 if name[:2] in COMPOUND_SURNAMES else 1 if name[0] in SURNAMES else 0
     return bool(surname) and 1 <= len(name) - surname <= 2 and not name.endswith(ORGANISATION_ENDS)
+
+
+_NAME_ENDS = (
+    "公司 集团 中心 企业 合作社 事务所 工作室 门市 超市 "
+    "厂 店 院 局 所 部 处 站 馆 社 队 场 委 办 "
+    "学 校 园 行 会 府 署 厅 室 台 团 组 "
+    "楼 庄 堂 坊 铺 房 屋 吧 城 阁 轩 斋 居 廊 宫 寺 记 号 "
+    "海关 监狱 客栈 民宿 苗圃 煤矿 仓库"
+)
+NAME_ENDS = tuple(re.findall(r"\S+", _NAME_ENDS))
+"""What a registered name ends in: a company's legal form (…公司, …企业), an institution's kind
+(…学校, …医院, …委员会, …人民政府, …银行), a shop's or a restaurant's word (…超市, …酒楼,
+…餐厅, …同仁堂, …张记). Not a place (…市, …区, …县): every name starts with one, and a name
+read only that far ends so."""
+
+
+def ends_as_a_name(name: str) -> bool:
+    """Whether ``name`` ends as a party's name does: as an organisation's (:data:`NAME_ENDS`),
+    a person's (:func:`person_name`), or in something other than an ideograph (a bracket, a
+    Latin word: SAP Labs, （有限合伙）). A name read short of its end (its last characters too
+    faint to tell from paper under a phone's flash, worn out of a ribbon, under a stain) ends
+    in the middle of a word: 上海益航 for 上海益航商贸有限公司."""
+    name = "".join(name.split())
+    return not name or not ideograph(name[-1]) or name.endswith(NAME_ENDS) or person_name(name)

@@ -1,0 +1,58 @@
+"""Print faded towards the paper (a phone's flash, a worn ribbon): a name read short of its
+faint end is in doubt, not passed as valid."""
+
+import random
+
+import cv2
+import numpy as np
+
+from extractor.doubts import UNENDED
+from extractor.pipeline import Extractor
+from extractor.synth import make_document
+from extractor.synth.content import Party, uscc
+from extractor.synth.degrade import flash_hotspot
+from extractor.synth.digital import digital_pdf, make_digital_document
+
+
+def test_a_name_read_short_under_a_flash_is_in_doubt() -> None:
+    """Fresh geometry page 20269502 under a hotspot whitening the print by 75% at its centre,
+    over the buyer's name: its end (…商贸有限公司) fades into the paper and the name was read
+    as 上海益航, valid. Every other field passes as read, right."""
+    doc = make_document(20269502, "geometry")
+    h, w = doc.image.shape[:2]
+    rng = random.Random(20269502)
+    centre = (rng.uniform(0.25, 0.75) * w, rng.uniform(0.25, 0.75) * h)
+    radii = (rng.uniform(0.12, 0.25) * w, rng.uniform(0.1, 0.2) * h)
+    photo = flash_hotspot(doc.image, centre, radii, 0.75)
+    data = cv2.imencode(".jpg", photo, [cv2.IMWRITE_JPEG_QUALITY, 88])[1].tobytes()
+    (page,) = Extractor(fallback="never").extract(data, "vat_invoice").pages
+    truth = doc.truth["pages"][0]["fields"]
+    name = page.fields["buyer_name"]
+    assert name.value == truth["buyer_name"] or not name.valid
+    if name.value != truth["buyer_name"]:
+        assert truth["buyer_name"].startswith(name.value or "")  # read short of its end
+        assert any(error.startswith(UNENDED) for error in name.errors)
+    wrong_valid = [
+        field
+        for field, value in truth.items()
+        if page.fields[field].valid and page.fields[field].value != value
+    ]
+    assert wrong_valid == []
+    assert np.mean(photo) > np.mean(doc.image)  # the flash did whiten the page
+
+
+def test_a_name_ending_mid_word_is_taken_as_written_in_a_text_layer() -> None:
+    """A party named so (北京益航, a name no legal form ends) is taken as a PDF's text layer
+    writes it; recognised on a scan of the same invoice, it is in doubt (a person looks)."""
+    tax_id = uscc(random.Random(7), "110105")
+    buyer = Party("北京益航", tax_id, "", "")
+    extractor = Extractor(fallback="never")
+    data, _ = digital_pdf([20272100], buyer=buyer)
+    (page,) = extractor.extract(data, "vat_invoice_digital").pages
+    name = page.fields["buyer_name"]
+    assert (page.registration, name.value, name.valid) == ("text_layer", "北京益航", True)
+    scan = make_digital_document(20272100, "clean", buyer=buyer)
+    (page,) = extractor.extract(scan.jpeg, "vat_invoice_digital").pages
+    name = page.fields["buyer_name"]
+    assert page.registration == "frame" and name.value == "北京益航" and not name.valid
+    assert [error for error in name.errors if error.startswith(UNENDED)]
