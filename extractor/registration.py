@@ -475,13 +475,15 @@ def _register_best(
 
 
 def _refit_every(ref: Reference, template: Template, search: _Search) -> Alignment | None:
-    """The page's alignment had its search refitted every candidate's outline, not only the
-    best's (:func:`_refitted`, continued where the first search stopped); None where no other
-    outline refitted overlays the reference better, which leaves the first search's match."""
+    """The page's alignment with every candidate's outline refitted, not only the chosen one's
+    (:func:`_refitted`, going on where the first search stopped); None where no other outline
+    refitted overlays the reference better: the first search's alignment stands."""
     if search.outline is None or search.chosen is None or search.outline.score >= SURE_OUTLINE:
         return None
     others = [c for c in search.candidates if c is not search.chosen]
-    best, chosen = _refitted(ref, search.small, search.outline, search.chosen, others, first=False)
+    best, chosen = _refitted(
+        ref, search.small, search.outline, search.chosen, others, refit_chosen=False
+    )
     if best is search.outline:
         return None
     return _finished(template, ref, search, best, chosen)
@@ -644,15 +646,15 @@ def _refitted(
     best: _Overlay,
     chosen: Candidate,
     others: list[Candidate],
-    first: bool = True,
+    refit_chosen: bool = True,
 ) -> tuple[_Overlay, Candidate]:
     """The best outline with its sides refitted to its piece's outer edge (:func:`fit_sides`):
-    ``chosen``'s first (unless ``first`` is False: done already), then each of ``others`` until
-    one is sure. The outline a piece's hull gives depends on where the hull starts, and a corner
-    cut off (a seal masked over it) or a sheet's edge that scores higher unfitted took the
-    search (a photo matched 0.49 as taken, 0.975 turned a quarter: its frame's refitted outline
-    scores that either way)."""
-    for each in [chosen, *others] if first else others:
+    ``chosen``'s first (unless ``refit_chosen`` is False: done already), then each of
+    ``others`` until one is sure. The outline a piece's hull gives depends on where the hull
+    starts, and a corner cut off (a seal masked over it) or a sheet's edge that scores higher
+    unfitted took the search (a photo matched 0.49 as taken, 0.975 turned a quarter: its
+    frame's refitted outline scores that either way)."""
+    for each in [chosen, *others] if refit_chosen else others:
         fitted = fit_sides(each.quad, each.piece)
         if fitted is not None:
             again, _ = _best_outline(ref, small, [Candidate(fitted, each.piece)])
