@@ -162,14 +162,14 @@ def fold_corner(image: np.ndarray, corner: str, leg_px: float, lid: int = 235) -
 def flash_hotspot(
     image: np.ndarray, centre: tuple[float, float], radii: tuple[float, float], strength: float
 ) -> np.ndarray:
-    """``image`` (BGR) photographed with a flash: under its soft elliptical hotspot (``centre``
-    and ``radii`` in px) the paper goes white and the print fades towards it, by ``strength``
-    (0-1) at the centre, less with a Gaussian fall-off around it."""
+    """``image`` (BGR or grey) photographed with a flash: under its soft elliptical hotspot
+    (``centre`` and ``radii`` in px) the paper goes white and the print fades towards it, by
+    ``strength`` (0-1) at the centre, less with a Gaussian fall-off around it."""
     h, w = image.shape[:2]
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
     spot = np.exp(-(((xx - centre[0]) / radii[0]) ** 2 + ((yy - centre[1]) / radii[1]) ** 2))
     lit = image.astype(np.float32)
-    lit += (255 - lit) * (strength * spot)[..., None]
+    lit += (255 - lit) * (strength * spot).reshape(h, w, *([1] if image.ndim == 3 else []))
     return lit.clip(0, 255).astype(np.uint8)
 
 
