@@ -7,6 +7,8 @@ Every error is JSON: ``{"error": "<slug>", "detail": "<what happened, for a pers
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import re
 import time
@@ -20,6 +22,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi import OpenAPIConfig
 from litestar.params import Parameter
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from extractor.engines import ENGINES
 from extractor.errors import InputError, RoiError, TemplateError, TemplateNotFoundError
@@ -141,8 +144,36 @@ def parse_pages(text: str | None) -> list[int] | None:
     return sorted(pages)
 
 
+class JsonDocument(BaseModel):
+    """A document sent as JSON, as cloud OCR APIs take one: its bytes in base64 (standard or
+    URL-safe alphabet, line breaks allowed, or a ``data:`` URL) and, optionally, its name."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    file: str = Field(description="the document (PDF, PNG, JPEG...) in base64, or a data: URL")
+    name: str | None = Field(default=None, description="the file name to report")
+
+    def decoded(self) -> bytes:
+        text = self.file.partition(",")[2] if self.file.startswith("data:") else self.file
+        text = "".join(text.split())
+        altchars = b"-_" if "-" in text or "_" in text else None
+        try:
+            return base64.b64decode(text + "=" * (-len(text) % 4), altchars, validate=True)
+        except binascii.Error as exc:
+            raise ApiError(400, "bad_request", f"file: not base64 ({exc})") from None
+
+
+JSON_SHAPE = '{"file": "<the document in base64>", "name": "<file name, optional>"}'
+
+
+def _base64_size(size: int) -> int:
+    return 4 * -(-size // 3)
+
+
 async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[bytes, str | None]:
-    """The document's bytes and file name, from a multipart ``file`` part or the raw body."""
+    """The document's bytes and file name: from a multipart ``file`` part, a JSON body
+    (:class:`JsonDocument`) or the raw body. Over ``limit`` bytes is a 413, counted as the body
+    arrives (a JSON body's base64 a third more)."""
     media_type, _ = request.content_type
     if media_type == "multipart/form-data":
         form = await request.form()
@@ -156,14 +187,44 @@ async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[b
         data = await upload.read()
         name = upload.filename
         await upload.close()
+    elif media_type == "application/json":
+        body = await _read_body(request, _base64_size(limit) + MULTIPART_OVERHEAD, limit)
+        data, name = await asyncio.to_thread(_json_document, body)
     else:
-        data = await request.body()
-        name = None
+        data, name = await _read_body(request, limit, limit), None
     if len(data) > limit:
-        raise ApiError(
-            413, "too_large", f"the document is over the limit of {limit / 1048576:g} MB"
-        )
+        raise _too_large(limit)
     return data, name
+
+
+async def _read_body(request: Request[Any, Any, Any], most: int, limit: int) -> bytes:
+    """The request's body, refused (413, the document's ``limit`` named) once past ``most``
+    bytes: by its Content-Length before reading, else as the bytes arrive."""
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > most:
+        raise _too_large(limit)
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > most:
+            raise _too_large(limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _json_document(body: bytes) -> tuple[bytes, str | None]:
+    try:
+        document = JsonDocument.model_validate_json(body)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        problem = f"{where}: {first['msg']}" if where else first["msg"]
+        raise ApiError(400, "bad_request", f"a JSON body is {JSON_SHAPE}: {problem}") from None
+    return document.decoded(), document.name
+
+
+def _too_large(limit: int) -> ApiError:
+    return ApiError(413, "too_large", f"the document is over the limit of {limit / 1048576:g} MB")
 
 
 # -- routes --------------------------------------------------------------------------------------
@@ -173,8 +234,9 @@ async def _read_document(request: Request[Any, Any, Any], limit: int) -> tuple[b
     "/extract",
     summary="Extract a template's fields from one document",
     description=(
-        "The document (PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF, judged by its content) is either "
-        "the multipart part `file` or the raw request body with its own content type. Returns one "
+        "The document (PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF, judged by its content) is "
+        "the multipart part `file`, a JSON body " + JSON_SHAPE + " (application/json), or the "
+        "raw request body with its own content type. Returns one "
         "result per page. `fallback`: `auto` (default) runs full-page OCR when a page does not "
         "match its template or a required field fails validation, `always` runs it on every "
         "page, `never` keeps to the template path; each field's `source` says which path "
@@ -399,7 +461,8 @@ def create_app(
         ],
         lifespan=[lifespan],
         state=State({"settings": settings, "templates": store, "metrics": metrics_}),
-        request_max_body_size=settings.max_body_bytes + MULTIPART_OVERHEAD,
+        # a JSON body's base64 (_read_document counts each kind of body against its own limit)
+        request_max_body_size=_base64_size(settings.max_body_bytes) + MULTIPART_OVERHEAD,
         middleware=[_metrics_middleware],
         exception_handlers={
             ApiError: _handle_api_error,

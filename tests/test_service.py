@@ -6,6 +6,7 @@ workers and graceful shutdown."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import os
@@ -255,6 +256,38 @@ def test_extract_blank_form_multipart_and_raw(main: Server) -> None:
     assert raw.status_code == 200, raw.text
     assert raw.json()["file"] == "scan-42.png"
     assert _values(raw.json()) == _values(result)
+
+
+def test_extract_a_document_sent_as_json(main: Server) -> None:
+    """As cloud OCR APIs take one: base64 in a JSON body (standard, URL-safe without padding, a
+    data: URL with line breaks), read as the same bytes sent raw; what is not such a body is a
+    400 that shows the shape, what it decodes to is judged as any document."""
+    data = FORM.read_bytes()
+    params = {"template": "vat_invoice", "fallback": "never"}
+    raw = main.client.post("/extract", params=params, content=data)
+    assert raw.status_code == 200, raw.text
+    for encoded in (
+        base64.b64encode(data).decode(),
+        base64.urlsafe_b64encode(data).decode().rstrip("="),
+        "data:image/png;base64," + base64.encodebytes(data).decode(),
+    ):
+        sent = main.client.post("/extract", params=params, json={"file": encoded, "name": "f.png"})
+        assert sent.status_code == 200, sent.text
+        assert sent.json()["file"] == "f.png" and _values(sent.json()) == _values(raw.json())
+    for body, says in (
+        (b"{not json", "a JSON body is {"),
+        (b'{"name": "x.pdf"}', "file: Field required"),
+        (b'{"file": "%%%%"}', "file: not base64"),
+    ):
+        r = main.client.post(
+            "/extract", params=params, content=body, headers={"content-type": "application/json"}
+        )
+        assert says in _assert_error(r, 400)["detail"]
+    text = base64.b64encode(b"hello, this is text, not a document").decode()
+    _assert_error(main.client.post("/extract", params=params, json={"file": text}), 415)
+    big = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * (3 * 1024 * 1024)).decode()
+    too_large = _assert_error(main.client.post("/extract", params=params, json={"file": big}), 413)
+    assert "2 MB" in too_large["detail"]
 
 
 def test_extract_fixture_matches_truth_and_in_process(
