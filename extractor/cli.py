@@ -68,7 +68,10 @@ def _extract(args: argparse.Namespace) -> int:
     status = EXIT_OK
     for file in args.files:
         try:
-            result = extractor.extract(file, args.template)
+            if file == "-":  # a document piped in: cat scan.jpg | roi extract - -t auto
+                result = extractor.extract(sys.stdin.buffer.read(), args.template, name="<stdin>")
+            else:
+                result = extractor.extract(file, args.template)
         except RoiError as exc:
             said = str(exc)  # errors about the path itself (no such file) name it already
             print(
@@ -237,7 +240,9 @@ def build_parser() -> argparse.ArgumentParser:
     ex = sub.add_parser(
         "extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF, HEIC, WebP, AVIF)"
     )
-    ex.add_argument("files", nargs="+", metavar="FILE")
+    ex.add_argument(
+        "files", nargs="+", metavar="FILE", help="documents; - reads one from standard input"
+    )
     ex.add_argument(
         "--template",
         "-t",

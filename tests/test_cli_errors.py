@@ -1,5 +1,6 @@
 """`roi extract` on bad input: a clear one-line error and a non-zero exit, never a traceback."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -64,3 +65,21 @@ def test_device_without_its_provider() -> None:
     proc = roi("extract", str(clean), "--template", "vat_invoice", "--device", "cuda")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "CUDAExecutionProvider is not available" in proc.stderr and "roi[gpu]" in proc.stderr
+
+
+def test_a_document_piped_in() -> None:
+    """`-` reads one document from standard input (reported as <stdin>); nothing piped in is
+    an empty file, said so."""
+    fixture = Path(__file__).resolve().parent.parent / "fixtures" / "clean" / "vat_invoice_0004.jpg"
+    args = [sys.executable, "-m", "extractor.cli", "extract", "-", "-t", "vat_invoice", "--json"]
+    proc = subprocess.run(
+        [*args, "--fallback", "never"], input=fixture.read_bytes(), capture_output=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    truth = json.loads(fixture.with_suffix(".json").read_text(encoding="utf-8"))
+    assert result["file"] == "<stdin>"
+    fields, expected = result["pages"][0]["fields"], truth["pages"][0]["fields"]
+    assert {k: fields[k]["value"] for k in expected} == expected
+    proc = subprocess.run(args, input=b"", capture_output=True, timeout=120)
+    assert proc.returncode == 2 and b"empty" in proc.stderr and b"Traceback" not in proc.stderr
