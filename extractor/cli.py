@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from extractor.engines import ENGINES
-from extractor.errors import RoiError
+from extractor.errors import InputError, RoiError
 
 if TYPE_CHECKING:
     from extractor.pipeline import Extractor
@@ -66,7 +66,7 @@ def _extract(args: argparse.Namespace) -> int:
         extractor.templates.get(args.template)  # unknown template: fail before reading a file
     console = Console(width=None if sys.stdout.isatty() else 140)
     status = EXIT_OK
-    for file in args.files:
+    for file in _documents(args.files):
         try:
             if file == "-":  # a document piped in: cat scan.jpg | roi extract - -t auto
                 result = extractor.extract(sys.stdin.buffer.read(), args.template, name="<stdin>")
@@ -87,6 +87,22 @@ def _extract(args: argparse.Namespace) -> int:
         if args.strict and not result.valid and status == EXIT_OK:
             status = EXIT_REVIEW
     return status
+
+
+def _documents(names: list[str]) -> list[str]:
+    """``roi extract``'s files, a folder named standing for the documents in it (recursively,
+    as ``roi batch`` finds them); a folder holding none is an error."""
+    from extractor.batch.inputs import documents_in
+
+    files = []
+    for name in names:
+        if name == "-" or not Path(name).is_dir():
+            files.append(name)
+        elif found := documents_in(Path(name)):
+            files.extend(map(str, found))
+        else:
+            raise InputError(f"{name}: no PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF in this folder")
+    return files
 
 
 def _templates(args: argparse.Namespace) -> int:
@@ -241,7 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
         "extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF, HEIC, WebP, AVIF)"
     )
     ex.add_argument(
-        "files", nargs="+", metavar="FILE", help="documents; - reads one from standard input"
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="documents or folders of them; - reads one from standard input",
     )
     ex.add_argument(
         "--template",

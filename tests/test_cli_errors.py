@@ -1,6 +1,7 @@
 """`roi extract` on bad input: a clear one-line error and a non-zero exit, never a traceback."""
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,20 @@ def test_a_document_piped_in() -> None:
     assert {k: fields[k]["value"] for k in expected} == expected
     proc = subprocess.run(args, input=b"", capture_output=True, timeout=120)
     assert proc.returncode == 2 and b"empty" in proc.stderr and b"Traceback" not in proc.stderr
+
+
+def test_a_folder_stands_for_its_documents(tmp_path: Path) -> None:
+    """A folder named to `roi extract` is read as the documents in it, as `roi batch` finds
+    them (recursively, by suffix); one holding none is an error naming it."""
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures" / "clean"
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.jpg").write_bytes((fixtures / "vat_invoice_0004.jpg").read_bytes())
+    (tmp_path / "a.jpg").write_bytes((fixtures / "vat_invoice_0005.jpg").read_bytes())
+    (tmp_path / "a.json").write_text("{}")  # not a document: left out
+    proc = roi("extract", str(tmp_path), "-t", "vat_invoice", "--json", "--fallback", "never")
+    assert proc.returncode == 0, proc.stderr
+    files = [json.loads(chunk)["file"] for chunk in re.split(r"(?m)^(?=\{)", proc.stdout) if chunk]
+    assert files == [str(tmp_path / "a.jpg"), str(tmp_path / "sub" / "b.jpg")]
+    (tmp_path / "empty").mkdir()
+    proc = roi("extract", str(tmp_path / "empty"), "-t", "auto")
+    assert proc.returncode == 2 and "no PDF, PNG" in proc.stderr and "Traceback" not in proc.stderr

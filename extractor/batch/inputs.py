@@ -40,6 +40,12 @@ def _is_document(path: Path) -> bool:
     return path.suffix.lower() in DOCUMENT_SUFFIXES and not path.name.startswith(".")
 
 
+def documents_in(folder: Path) -> list[Path]:
+    """The documents under ``folder``, recursively, by suffix (:data:`DOCUMENT_SUFFIXES`),
+    sorted; hidden files left out."""
+    return [p for p in sorted(folder.rglob("*")) if p.is_file() and _is_document(p)]
+
+
 def find_paths(inputs: Iterable[str]) -> list[Path]:
     """Every document path named by ``inputs``, each once, in a stable order.
 
@@ -53,9 +59,8 @@ def find_paths(inputs: Iterable[str]) -> list[Path]:
         if path.is_file():
             found.setdefault(path, None)
         elif path.is_dir():
-            for p in sorted(path.rglob("*")):
-                if p.is_file() and _is_document(p):
-                    found.setdefault(p, None)
+            for p in documents_in(path):
+                found.setdefault(p, None)
         elif glob.has_magic(item):
             matches = sorted(glob.glob(item, recursive=True))
             files: list[Path] = []
@@ -63,7 +68,7 @@ def find_paths(inputs: Iterable[str]) -> list[Path]:
                 if m.is_file():
                     files.append(m)
                 elif m.is_dir():
-                    files.extend(p for p in sorted(m.rglob("*")) if p.is_file() and _is_document(p))
+                    files.extend(documents_in(m))
             if not files:
                 raise InputError(f"{item}: the pattern matches no files")
             for p in files:
