@@ -45,11 +45,20 @@ to 0.39 on an invoice, and 0.26 on a delivery note that shares a few labels."""
 MIN_INLIERS_FOR_ITS_TEMPLATE = 8
 MIN_INLIER_SHARE_FOR_ITS_TEMPLATE = 0.85
 """A page taken to be of the template (asked for, or its frame matched) is aligned by 8 or more
-label matches in place whatever their share of the form's labels, when nearly all the labels
-matched fit that one homography: a photo at 30 degrees whose OCR misread or split half the
-labels (称： for 名称) had 9 of 9 in place, an overdetermined fit. Another layout that shares
-labels fits some of them too (a 数电票 scan asked as vat_invoice: 8-9 of its 12-13 matches),
-not nearly all. The share (:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
+label matches in place (at most 3 of a row: :data:`LABELS_PER_ROW`) whatever their share of the
+form's labels, when nearly all the labels matched fit that one homography: a photo at 30
+degrees whose OCR misread or split half the labels (称： for 名称) had 9 of 9 in place, an
+overdetermined fit. Another layout that shares labels fits some of them too (a 数电票 scan
+asked as vat_invoice: 8-9 of its 12-13 matches), not nearly all. The share
+(:data:`MIN_LABEL_SCORE`) is what tells templates apart."""
+LABELS_PER_ROW = 3
+"""Of the labels a form prints on one row, at most this many count towards
+:data:`MIN_INLIERS_FOR_ITS_TEMPLATE` (:meth:`ReferenceLabels.evidence`): the goods table's
+header is eight of the national form's 23 distinct labels, and other pages print it too. A
+销货清单 (the goods list a national invoice with many lines attaches: 购买方名称, 销售方名称, the
+header, 销售方（章）) showed 8 of them and was aligned by them, read whole for 12-17 s and given
+as an invoice, every field failing."""
+LABEL_ROW_MM = 1.5  # labels whose centres lie within this of each other's height share a row
 MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
 ROW_MM = 12.0
 """On a page registered by its frame, the fallback reads only the rows of the form that hold
@@ -89,9 +98,10 @@ class LabelAlignment:
 
 
 class ReferenceLabels:
-    """The printed text of a template's reference form, in reference pixels."""
+    """The printed text of a template's reference form, in reference pixels (``px_per_mm`` of
+    them to the millimetre)."""
 
-    def __init__(self, lines: list[TextLine]) -> None:
+    def __init__(self, lines: list[TextLine], px_per_mm: float) -> None:
         counts: dict[str, int] = {}
         for line in lines:
             counts[norm(line.text)] = counts.get(norm(line.text), 0) + 1
@@ -102,13 +112,35 @@ class ReferenceLabels:
             for line in lines
             if counts[norm(line.text)] == 1 and len(norm(line.text)) >= 2
         }
+        self.rows = _rows(self.unique, LABEL_ROW_MM * px_per_mm)
+        """Each distinct label's row of the form (an index, top to bottom)."""
+
+    def evidence(self, labels: Iterable[str]) -> int:
+        """How many of the distinct ``labels`` count as evidence of the form: at most
+        :data:`LABELS_PER_ROW` of one row."""
+        per_row: dict[int, int] = {}
+        for label in set(labels):
+            per_row[self.rows[label]] = per_row.get(self.rows[label], 0) + 1
+        return sum(min(n, LABELS_PER_ROW) for n in per_row.values())
+
+
+def _rows(centres: dict[str, np.ndarray], tolerance: float) -> dict[str, int]:
+    """Label -> row: labels sorted by height, a new row wherever the next lies more than
+    ``tolerance`` below the last."""
+    rows: dict[str, int] = {}
+    row, last = -1, -math.inf
+    for label, (_, y) in sorted(centres.items(), key=lambda item: float(item[1][1])):
+        if y - last > tolerance:
+            row += 1
+        rows[label], last = row, float(y)
+    return rows
 
 
 class LabelStarts:
     """Whether the lines a glance has read so far (their starts: :meth:`FullPageReader.shows`)
     show enough of a form's labels for the fallback to find a field by: one field's own label
     (:func:`beside_label` finds its value), or as many of the reference's distinct labels as
-    :func:`align_by_labels` needs to align a page of a known template
+    :func:`align_by_labels` needs to align a page of a known template (3 of a row at most)
     (:data:`MIN_INLIERS_FOR_ITS_TEMPLATE`, or :data:`MIN_LABEL_SCORE` of them if fewer), each at
     a line's first or second character as they find them. A page that shows less (a cover
     letter; a delivery note printing 单价, 金额 and the form's ``No``) gives the fallback nothing
@@ -119,7 +151,7 @@ class LabelStarts:
         self.forms = [
             (
                 frozenset(norm(spec.label) for spec in template.fields if spec.label),
-                frozenset(reference.unique),
+                reference,
                 min(
                     MIN_INLIERS_FOR_ITS_TEMPLATE,
                     math.ceil(MIN_LABEL_SCORE * len(reference.unique)),
@@ -131,11 +163,11 @@ class LabelStarts:
 
     def __call__(self, text: str) -> bool:
         line = norm(text)
-        for (fields, unique, enough), seen in zip(self.forms, self.seen, strict=True):
+        for (fields, reference, enough), seen in zip(self.forms, self.seen, strict=True):
             if any(starts_with(line, label) for label in fields):
                 return True
-            seen.update(label for label in unique if starts_with(line, label))
-            if len(seen) >= enough:
+            seen.update(label for label in reference.unique if starts_with(line, label))
+            if reference.evidence(seen) >= enough:
                 return True
         return False
 
@@ -149,7 +181,7 @@ def align_by_labels(
     page_counts: dict[str, int] = {}
     for line in lines:
         page_counts[norm(line.text)] = page_counts.get(norm(line.text), 0) + 1
-    src, dst = [], []
+    src, dst, names = [], [], []
     longest_first = sorted(reference.unique, key=len, reverse=True)
     for line in lines:
         text = norm(line.text)
@@ -158,6 +190,7 @@ def align_by_labels(
         label = next((label for label in longest_first if text.startswith(label)), None)
         if label is None or (text == label and page_counts[text] > 1):
             continue
+        names.append(label)
         src.append(reference.unique[label])
         dst.append(line.centre if text == label else _label_point(line, len(label) / len(text)))
     if len(src) < MIN_LABEL_MATCHES:
@@ -172,10 +205,9 @@ def align_by_labels(
     if homography is None or inliers < MIN_LABEL_MATCHES or not _plausible(homography):
         return LabelAlignment(None, len(src), inliers, 0.0)
     score = min(1.0, inliers / max(len(reference.unique), 1))
-    fits = (
-        inliers >= MIN_INLIERS_FOR_ITS_TEMPLATE
-        and inliers >= MIN_INLIER_SHARE_FOR_ITS_TEMPLATE * len(src)
-    )
+    in_place = [name for name, inlier in zip(names, inlier_mask.ravel(), strict=True) if inlier]
+    enough = reference.evidence(in_place) >= MIN_INLIERS_FOR_ITS_TEMPLATE
+    fits = enough and inliers >= MIN_INLIER_SHARE_FOR_ITS_TEMPLATE * len(src)
     if score < MIN_LABEL_SCORE and not (known and fits):
         return LabelAlignment(None, len(src), inliers, round(score, 4))
     return LabelAlignment(homography, len(src), inliers, round(score, 4))

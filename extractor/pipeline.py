@@ -1029,7 +1029,7 @@ class Extractor:
             lines = reference_lines(path, ocr.setting, ocr) if path and path.is_file() else None
             if lines is None:
                 raise TemplateError(f"template {template.name!r}: cannot read its reference image")
-            self._reference_labels[key] = ReferenceLabels(lines)
+            self._reference_labels[key] = ReferenceLabels(lines, template.px_per_mm)
         return self._reference_labels[key]
 
     def _from_text(

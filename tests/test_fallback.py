@@ -31,6 +31,8 @@ from extractor.label_cache import reference_lines
 from extractor.pipeline import _alone
 from extractor.templates import TemplateStore
 
+PPM = 200 / 25.4  # the templates' reference px to the mm
+
 
 def _line(text: str, x: float, y: float, width: float, angle_deg: float) -> TextLine:
     """A line of ``text`` whose left end is at (x, y) on a row turned by ``angle_deg``
@@ -148,7 +150,7 @@ def test_the_reference_forms_labels_are_read_once_and_kept_on_disk(
     assert len(list((tmp_path / "labels").glob("*.json"))) == 1
     assert [(ln.text, ln.score) for ln in again] == [(ln.text, ln.score) for ln in first]
     assert all(np.allclose(a.quad, b.quad) for a, b in zip(again, first, strict=True))
-    assert {"纳税人识别号", "价税合计（大写）"} <= ReferenceLabels(again).texts
+    assert {"纳税人识别号", "价税合计（大写）"} <= ReferenceLabels(again, PPM).texts
     reference_lines(path, ocr.setting + ", another", read)
     assert len(reads) == 2
     not_an_image = tmp_path / "form.png"
@@ -304,7 +306,9 @@ def test_a_glance_looks_for_a_fields_label_or_enough_labels_to_align_by() -> Non
     template = TemplateStore().get("vat_invoice")
     printed = ["No", "规格型号", "单位", "数量", "单价", "金额", "税率", "税额", "密码区", "备注"]
     printed += [f"标签{n:02d}" for n in range(14)]
-    reference = ReferenceLabels([_line(text, 0, 30 * i, 80, 0) for i, text in enumerate(printed)])
+    reference = ReferenceLabels(
+        [_line(text, 0, 30 * i, 80, 0) for i, text in enumerate(printed)], PPM
+    )
     fields = ["发票代码 034002400304", "名 称：宁波乾科方家具有限公司", "1开票日期：2022年07月19日"]
     for field_label in [*fields, "价税合计（大写）", "（小写）¥128.00"]:
         assert LabelStarts([(template, reference)])(field_label), field_label
@@ -360,7 +364,7 @@ def test_a_line_is_the_longest_label_it_starts_with() -> None:
     printed += ["销售方（章）"]
     at = [(40 + 70 * (i % 7), 30 + 60 * (i // 7)) for i in range(len(printed))]
     reference = ReferenceLabels(
-        [_line(t, x, y, 60, 0) for t, (x, y) in zip(printed, at, strict=True)]
+        [_line(t, x, y, 60, 0) for t, (x, y) in zip(printed, at, strict=True)], PPM
     )
     page = [_line(t, x + 100, y + 50, 60, 0) for t, (x, y) in zip(printed, at, strict=True)]
     page[-1] = _line("销售方：（章）", at[-1][0] + 100, at[-1][1] + 50, 60, 0)
@@ -369,3 +373,32 @@ def test_a_line_is_the_longest_label_it_starts_with() -> None:
     assert found.homography is not None
     moved = found.homography / found.homography[2, 2]
     assert np.allclose(moved, [[1, 0, 100], [0, 1, 50], [0, 0, 1]], atol=1e-3)
+
+
+def test_labels_of_one_row_count_three_at_most() -> None:
+    """The national form prints 8 of its distinct labels in its goods table's header, and a
+    goods list (销货清单) prints that header too, with 购买方 and 销售方（章）: ten labels in place
+    that said nothing of the form but its header. Labels of one row count three at most, so a
+    page asked for as the form is aligned by labels from enough rows, not by one row's."""
+    header = ["货物或应税劳务、服务名称", "规格型号", "单位", "数量", "单价", "金额"]
+    header += ["税率", "税额"]
+    at = {label: (300 + 160 * i, 475) for i, label in enumerate(header)}
+    at |= {"发票代码": (312, 46), "开票日期": (1320, 248), "购买方": (130, 377)}
+    at |= {"价税合计（大写）": (258, 750), "销售方": (129, 860), "收款人": (200, 976)}
+    at |= {"销售方（章）": (1415, 975), "北京增值税普通发票": (949, 100), "No": (1323, 102)}
+    at |= {"发票联": (948, 189), "校验码": (150, 231), "密码区": (1109, 376)}
+    at |= {"(小写)": (1323, 751), "开票人": (949, 975), "复核": (584, 975)}  # the form's 23
+    reference = ReferenceLabels([_line(t, x, y, 60, 0) for t, (x, y) in at.items()], PPM)
+    assert reference.evidence(header) == 3
+    # 3 of the header's, 购买方, and 销售方（章） and 收款人, printed on one row
+    assert reference.evidence([*header, "购买方", "销售方（章）", "收款人"]) == 6
+    assert len(reference.unique) == 23
+
+    def page(labels: list[str]) -> list[TextLine]:  # the reference seen 0.8 x, moved
+        return [_line(t, 0.8 * at[t][0] + 40, 0.8 * at[t][1] + 25, 48, 0) for t in labels]
+
+    goods_list = page([*header, "购买方", "销售方（章）"])
+    assert align_by_labels(goods_list, reference, known=True).homography is None
+    form = page([*header[:3], "发票代码", "开票日期", "购买方", "价税合计（大写）", "销售方"])
+    found = align_by_labels(form, reference, known=True)
+    assert found.homography is not None and found.inliers == 8

@@ -30,7 +30,7 @@ from extractor.synth.content import (
     party,
 )
 from extractor.synth.degrade import LEVELS, MIXED_LEVELS, Scan, degrade
-from extractor.synth.pages import cover_letter, delivery_note
+from extractor.synth.pages import cover_letter, delivery_note, goods_list
 from extractor.synth.readme import README, digital_section, level_table
 from extractor.synth.render import Pins, RenderedPage, render_invoice
 from extractor.synth.sheet import degrade_on
@@ -170,10 +170,16 @@ def generate_invoice(
 # -- multi-page documents ----------------------------------------------------------------------
 
 
-def _other_page(kind: str, seed: int, level: str) -> Document:
-    make: Callable[[int, float], tuple[RenderedPage, dict[str, object]]] = (
-        delivery_note if kind == "delivery_note" else cover_letter
-    )
+def make_other_page(kind: str, seed: int, level: str) -> Document:
+    """A page that travels with invoices but is none (``delivery_note``, ``cover_letter``,
+    ``goods_list``: :mod:`extractor.synth.pages`), scanned at ``level``; its truth names no
+    template."""
+    makers: dict[str, Callable[[int, float], tuple[RenderedPage, dict[str, object]]]] = {
+        "delivery_note": delivery_note,
+        "cover_letter": cover_letter,
+        "goods_list": goods_list,
+    }
+    make = makers[kind]
     dpi = 150
     page, info = make(seed, dpi)
     scan = degrade(page, level, random.Random(f"scan:{seed}:{level}:{kind}"))
@@ -209,10 +215,13 @@ def multipage_documents(kind: str, seed: int) -> list[Document]:
     """The pages of one multi-page fixture; page i's seed is ``seed * 10 + i``."""
     s = [seed * 10 + i for i in range(3)]
     if kind == "pdf_invoice_and_note":
-        return [make_document(s[0], "light", dpi=180), _other_page("delivery_note", s[1], "light")]
+        return [
+            make_document(s[0], "light", dpi=180),
+            make_other_page("delivery_note", s[1], "light"),
+        ]
     if kind == "pdf_letter_and_invoices":
         return [
-            _other_page("cover_letter", s[0], "light"),
+            make_other_page("cover_letter", s[0], "light"),
             make_document(s[1], "clean"),
             make_document(s[2], "light", dpi=180),
         ]

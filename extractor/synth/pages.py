@@ -1,6 +1,8 @@
 """Non-invoice pages that travel with invoices in multi-page files: a delivery note printed on
 the same continuous tractor-feed paper (a ruled table, a tempting false match for the invoice
-template) and an A4 cover letter with a round company seal."""
+template), an A4 cover letter with a round company seal, and the goods list (销货清单) a national
+invoice with more lines than its table holds attaches (the form's goods header, its parties'
+labels)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,15 @@ from typing import Protocol
 import numpy as np
 
 from extractor.synth import names
-from extractor.synth.content import FIRST_DAY, LAST_DAY, Invoice, make_invoice, person
+from extractor.synth.content import (
+    FIRST_DAY,
+    LAST_DAY,
+    Invoice,
+    Item,
+    make_invoice,
+    make_items,
+    person,
+)
 from extractor.synth.form import PERFORATION, hole_layer, perforation_layer
 from extractor.synth.raster import Layer, compose, to_uint8
 from extractor.synth.render import PRINTERS, RenderedPage, paper
@@ -215,6 +225,96 @@ def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]
     page = paper(ink.h, ink.w, nrng, (245, 247, 248))
     image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
     info = {"kind": "cover_letter", "title": said.title, "to": inv.buyer.name, "from": said.sender}
+    rendered = RenderedPage(
+        to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
+    )
+    return rendered, info
+
+
+LIST_COLUMNS = (
+    ("序号", 10, 20),
+    ("货物（劳务）名称", 20, 70),
+    ("规格型号", 70, 95),
+    ("单位", 95, 107),
+    ("数量", 107, 122),
+    ("单价", 122, 142),
+    ("金额", 142, 165),
+    ("税率", 165, 177),
+    ("税额", 177, 200),
+)
+
+
+def goods_list(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
+    """The 销售货物或者提供应税劳务、服务清单 of the invoice of ``seed`` (its parties, code and
+    number), as tax-control software prints it on A4: 12-24 goods lines under the form's own
+    column headers, 小计 and 总计, the seller's invoice seal. No invoice: its fields are not
+    on it."""
+    rng = random.Random(f"list:{seed}")
+    inv: Invoice = make_invoice(random.Random(seed))
+    items: list[Item] = []
+    wanted = rng.randint(12, 24)
+    while len(items) < wanted:
+        items += make_items(rng, inv.issue_date, False)
+    items = items[:wanted]
+    ink, seal = Layer(A4_W, A4_H, dpi), Layer(A4_W, A4_H, dpi)
+    title = "销售货物或者提供应税劳务、服务清单"
+    ink.text(A4_W / 2, 22, title, 6.0, cjk="hei", align="centre", stroke=0.06)
+    cjk = rng.choice(("ming", "hei"))
+    ink.text(15, 34, f"购买方名称：{inv.buyer.name}", 3.4, cjk=cjk)
+    ink.text(15, 41, f"销售方名称：{inv.seller.name}", 3.4, cjk=cjk)
+    belongs = f"所属增值税专用发票代码：{inv.code}    号码：{inv.number}    共1页  第1页"
+    ink.text(15, 48, belongs, 3.4, cjk=cjk)
+    y0, row = 54.0, 6.5
+    rows = len(items) + 4  # the header, the goods, 小计, 总计, 备注
+    ink.box(10, y0, 200, y0 + row * rows, 0.35)
+    for r in range(1, rows):
+        ink.hline(y0 + r * row, 10, 200, 0.15)
+    for label, a, b in LIST_COLUMNS:
+        if a > 10:
+            ink.vline(a, y0, y0 + row * (rows - 1), 0.15)
+        ink.text((a + b) / 2, y0 + row / 2, label, 3.0, cjk="hei", align="centre")
+    for k, item in enumerate(items):
+        y = y0 + row * (k + 1.5)
+        cells = (
+            str(k + 1),
+            item.name,
+            item.spec,
+            item.unit,
+            item.quantity,
+            item.unit_price,
+            f"{item.amount:.2f}",
+            item.rate_text,
+            f"{item.tax:.2f}",
+        )
+        for (_, a, _), cell in zip(LIST_COLUMNS, cells, strict=True):
+            ink.text(a + 1, y, cell, 2.8, cjk=cjk)
+    amount, tax = sum(i.amount for i in items), sum(i.tax for i in items)
+    for j, label in enumerate(("小计", "总计", "备注")):
+        y = y0 + row * (len(items) + 1.5 + j)
+        ink.text(25, y, label, 3.0, cjk="hei")
+        if label != "备注":
+            ink.text(143, y, f"{amount:.2f}", 2.8, cjk=cjk)
+            ink.text(178, y, f"{tax:.2f}", 2.8, cjk=cjk)
+    foot = y0 + row * rows + 10
+    ink.text(15, foot, "销售方（章）：", 3.4, cjk=cjk)
+    day = inv.issue_date
+    ink.text(120, foot, f"填开日期：{day.year}年{day.month:02d}月{day.day:02d}日", 3.4, cjk=cjk)
+    note = "注：本清单一式两联：第一联，销售方留存；第二联，销售方送交购买方。"
+    ink.text(15, foot + 10, note, 3.0, cjk=cjk)
+    tile = oval_seal(
+        20.0,
+        13.0,
+        dpi,
+        arc_text=inv.seller.name,
+        middle=[(inv.seller.tax_id, 3.0, "sans_condensed")],
+        bottom="发票专用章",
+        star=True,
+    )
+    place(seal, tile, 55, foot + 2, rng.uniform(-10, 10), rng.uniform(0.6, 0.9))
+    nrng = np.random.default_rng(rng.getrandbits(64))
+    page = paper(ink.h, ink.w, nrng, (245, 247, 248))
+    image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
+    info = {"kind": "goods_list", "title": title, "code": inv.code, "number": inv.number}
     rendered = RenderedPage(
         to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
     )
