@@ -26,7 +26,7 @@ from extractor.synth.content import (
 from extractor.synth.form import PERFORATION, hole_layer, perforation_layer
 from extractor.synth.raster import Layer, compose, to_uint8
 from extractor.synth.render import PRINTERS, RenderedPage, paper
-from extractor.synth.seals import SEAL_RED, oval_seal, place
+from extractor.synth.seals import SEAL_RED, invoice_seal, oval_seal, place
 
 NOTE_W, NOTE_H = 241.0, 140.0
 A4_W, A4_H = 210.0, 297.0
@@ -301,15 +301,7 @@ def goods_list(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
     ink.text(120, foot, f"填开日期：{day.year}年{day.month:02d}月{day.day:02d}日", 3.4, cjk=cjk)
     note = "注：本清单一式两联：第一联，销售方留存；第二联，销售方送交购买方。"
     ink.text(15, foot + 10, note, 3.0, cjk=cjk)
-    tile = oval_seal(
-        20.0,
-        13.0,
-        dpi,
-        arc_text=inv.seller.name,
-        middle=[(inv.seller.tax_id, 3.0, "sans_condensed")],
-        bottom="发票专用章",
-        star=True,
-    )
+    tile = invoice_seal(inv.seller.name, inv.seller.tax_id, dpi)
     place(seal, tile, 55, foot + 2, rng.uniform(-10, 10), rng.uniform(0.6, 0.9))
     nrng = np.random.default_rng(rng.getrandbits(64))
     page = paper(ink.h, ink.w, nrng, (245, 247, 248))

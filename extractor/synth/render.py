@@ -19,7 +19,7 @@ from extractor.synth import layout as L
 from extractor.synth.content import Invoice, printed_tax
 from extractor.synth.form import FORM_INKS, PERFORATION, draw_form, hole_layer, perforation_layer
 from extractor.synth.raster import Layer, TextBox, compose, to_uint8
-from extractor.synth.seals import SEAL_RED, oval_seal, place
+from extractor.synth.seals import SEAL_RED, invoice_seal, oval_seal, place
 
 LINE_JITTER_MM = (0.3, 0.2)  # per printed line, uniform +- (x, y)
 PRINTERS = {
@@ -385,15 +385,7 @@ def render_invoice(
     sx, sy, where = _seller_stamp_position(rng)
     s_angle = rng.uniform(-15, 15)
     s_strength = rng.uniform(0.6, 0.92)
-    tile = oval_seal(
-        20.0,
-        13.0,
-        dpi,
-        arc_text=inv.seller.name,
-        middle=[(inv.seller.tax_id, 3.0, "sans_condensed")],
-        bottom="发票专用章",
-        star=True,
-    )
+    tile = invoice_seal(inv.seller.name, inv.seller.tax_id, dpi)
     place(stamp, tile, sx, sy, s_angle, s_strength)
 
     h, w = form.h, form.w

@@ -84,6 +84,20 @@ def oval_seal(
     return layer.alpha()
 
 
+def invoice_seal(name: str, tax_id: str, dpi: float) -> np.ndarray:
+    """A seller's 发票专用章 as a coverage tile: its name round the rim, its tax id across, a
+    star (:func:`oval_seal`, 40 x 26 mm)."""
+    return oval_seal(
+        20.0,
+        13.0,
+        dpi,
+        arc_text=name,
+        middle=[(tax_id, 3.0, "sans_condensed")],
+        bottom="发票专用章",
+        star=True,
+    )
+
+
 def place(
     page: Layer, tile: np.ndarray, cx: float, cy: float, angle_deg: float, strength: float = 1.0
 ) -> None:
