@@ -58,6 +58,9 @@ header is eight of the national form's 23 distinct labels, and other pages print
 销货清单 (the goods list a national invoice with many lines attaches: 购买方名称, 销售方名称, the
 header, 销售方（章）) showed 8 of them and was aligned by them, read whole for 12-17 s and given
 as an invoice, every field failing."""
+GOODS_LIST_TITLE = "销售货物或者提供"
+"""How a goods list's title starts (销售货物或者提供应税劳务、服务清单, the national format; a
+glance reads a line's first ten heights: 销售货物或者提供应税): no invoice prints a line so."""
 LABEL_ROW_MM = 1.5  # labels whose centres lie within this of each other's height share a row
 MIN_LINE_SCORE = 0.8  # full-page lines read less surely than this are left out of a value
 ROW_MM = 12.0
@@ -144,8 +147,8 @@ class LabelStarts:
     (:data:`MIN_INLIERS_FOR_ITS_TEMPLATE`, or :data:`MIN_LABEL_SCORE` of them if fewer), each at
     a line's first or second character as they find them. A page that shows less (a cover
     letter; a delivery note printing 单价, 金额 and the form's ``No``) gives the fallback nothing
-    to read. One per glance (it counts what it has seen); plain data, so that it goes to the
-    fallback's own process."""
+    to read, and a goods list says so by its title at once. One per glance (it counts what it
+    has seen); plain data, so that it goes to the fallback's own process."""
 
     def __init__(self, forms: Iterable[tuple[Template, ReferenceLabels]]) -> None:
         self.forms = [
@@ -161,15 +164,19 @@ class LabelStarts:
         ]
         self.seen: list[set[str]] = [set() for _ in self.forms]
 
-    def __call__(self, text: str) -> bool:
+    def __call__(self, text: str) -> bool | None:
+        """True: the page shows a form; False: it shows it is none (a goods list's title);
+        None: not yet told."""
         line = norm(text)
+        if starts_with(line, GOODS_LIST_TITLE):
+            return False
         for (fields, reference, enough), seen in zip(self.forms, self.seen, strict=True):
             if any(starts_with(line, label) for label in fields):
                 return True
             seen.update(label for label in reference.unique if starts_with(line, label))
             if reference.evidence(seen) >= enough:
                 return True
-        return False
+        return None
 
 
 def align_by_labels(

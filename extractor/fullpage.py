@@ -133,9 +133,10 @@ class FullPageReader(Protocol):
         keep: Callable[[np.ndarray], bool] | None = None,
     ) -> list[TextLine]: ...
 
-    def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
+    def shows(self, image: np.ndarray, starts: Callable[[str], bool | None]) -> bool:
         """Whether ``starts``, given the starts of ``image``'s lines one by one, says yes to one
-        (it looks for a form's labels), at a glance: much less than reading it whole."""
+        (it looks for a form's labels) before it says no (None: read on), at a glance: much less
+        than reading it whole."""
         ...
 
 
@@ -241,10 +242,11 @@ class FullPageOCR:
             ]
         return lines
 
-    def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
+    def shows(self, image: np.ndarray, starts: Callable[[str], bool | None]) -> bool:
         """Whether ``starts`` says yes to one of ``image``'s lines: its lines detected at
         :data:`GLANCE_SIDE` and read top to bottom, each only its first :data:`GLANCE_HEIGHTS`
-        heights, each given to ``starts`` until it does (:data:`GLANCE_MOST_LINES` at most);
+        heights, each given to ``starts`` until it says yes or no (None: read on;
+        :data:`GLANCE_MOST_LINES` at most);
         True, unread, where the lines are too few or too small at that size to tell
         (:data:`GLANCE_LINES`). A page no frame
         registered on that shows too little of its form's labels to find a field by is no such
@@ -280,8 +282,9 @@ class FullPageOCR:
                 text = engine.recognize_txt(upright).txts[0]
             except RapidOCRError:  # nothing read on it
                 continue
-            if starts(unify_radicals(str(text))):
-                return True
+            said = starts(unify_radicals(str(text)))
+            if said is not None:  # a form, or plainly none
+                return said
         return False
 
     def _read(

@@ -145,7 +145,7 @@ class RemoteFullPageOCR:
         lines: list[TextLine] = self._ask("lines", image, listed, keep)
         return lines
 
-    def shows(self, image: np.ndarray, starts: Callable[[str], bool]) -> bool:
+    def shows(self, image: np.ndarray, starts: Callable[[str], bool | None]) -> bool:
         return bool(self._ask("shows", image, starts))
 
     def _ask(self, *message: Any) -> Any:

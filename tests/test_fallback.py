@@ -318,8 +318,10 @@ def test_a_glance_looks_for_a_fields_label_or_enough_labels_to_align_by() -> Non
     for line in ["项目名称", "所附单据共计若干页，发票号码详见附件清单。", "码", "致：财务部"]:
         assert not note(line), line
     copy = pickle.loads(pickle.dumps(note))  # it goes to the fallback's process as it is
-    assert copy("税率") is False and copy("密 码 区") is True  # the 8th distinct label
-    assert note("税率") is False and note("备注") is True
+    assert copy("税率") is None and copy("密 码 区") is True  # the 8th distinct label
+    assert note("税率") is None and note("备注") is True
+    goods_list = LabelStarts([(template, reference)])
+    assert goods_list("销售货物或者提供应税") is False  # the title: no invoice, whatever follows
 
 
 def test_a_date_written_out_is_found_in_reach_whatever_its_label_reads() -> None:

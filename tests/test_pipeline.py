@@ -321,8 +321,8 @@ def test_an_invoices_goods_list_is_no_invoice(
     """The 销货清单 a national invoice with many lines attaches prints the form's goods header
     (8 of its 23 distinct labels, one row), 购买方名称, 销售方名称 and 销售方（章）: eight labels
     seemed to show the form, the page was aligned by them, read whole (12-17 s of one core) and
-    given as an invoice, every field failing. Labels of one row count three at most: the page
-    is no invoice, unread, and its glance stops after 100 line starts of its ~190."""
+    given as an invoice, every field failing. Labels of one row count three at most, and its
+    title tells a glance at its first line: the page is no invoice, unread."""
     doc = make_other_page("goods_list", 41001, "light")
     for template in extractor.templates.all():
         extractor.reference_labels(template)
