@@ -246,13 +246,12 @@ class FullPageOCR:
         """Whether ``starts`` says yes to one of ``image``'s lines: its lines detected at
         :data:`GLANCE_SIDE` and read top to bottom, each only its first :data:`GLANCE_HEIGHTS`
         heights, each given to ``starts`` until it says yes or no (None: read on;
-        :data:`GLANCE_MOST_LINES` at most);
-        True, unread, where the lines are too few or too small at that size to tell
-        (:data:`GLANCE_LINES`). A page no frame
-        registered on that shows too little of its form's labels to find a field by is no such
-        form, and reading it whole would cost ~3x more (a scanned cover letter: 0.74 against
-        2.3 s of one core) and the detector's memory at full size; on a form, a field's label
-        is found within a few lines (0.4-1.2 s on three steep photos)."""
+        :data:`GLANCE_MOST_LINES` at most); True, unread, where the lines are too few or too
+        small at that size to tell (:data:`GLANCE_LINES`). A page no frame registered on that
+        shows too little of its form's labels to find a field by is no such form, and reading
+        it whole would cost ~3x more (a scanned cover letter: 0.74 against 2.3 s of one core)
+        and the detector's memory at full size; on a form, a field's label is found within a
+        few lines (0.4-1.2 s on three steep photos)."""
         from rapidocr.main import RapidOCRError
         from rapidocr.utils.process_img import get_rotate_crop_image
 

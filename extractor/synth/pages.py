@@ -221,14 +221,16 @@ def cover_letter(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]
         rng.uniform(-20, 20),
         rng.uniform(0.6, 0.9),
     )
+    info = {"kind": "cover_letter", "title": said.title, "to": inv.buyer.name, "from": said.sender}
+    return _office_a4(ink, seal, rng, dpi), info
+
+
+def _office_a4(ink: Layer, seal: Layer, rng: random.Random, dpi: float) -> RenderedPage:
+    """An A4 sheet of office paper, ``ink`` laser-printed on it and ``seal`` stamped in red."""
     nrng = np.random.default_rng(rng.getrandbits(64))
     page = paper(ink.h, ink.w, nrng, (245, 247, 248))
     image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
-    info = {"kind": "cover_letter", "title": said.title, "to": inv.buyer.name, "from": said.sender}
-    rendered = RenderedPage(
-        to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
-    )
-    return rendered, info
+    return RenderedPage(to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {})
 
 
 LIST_COLUMNS = (
@@ -303,11 +305,5 @@ def goods_list(seed: int, dpi: float) -> tuple[RenderedPage, dict[str, object]]:
     ink.text(15, foot + 10, note, 3.0, cjk=cjk)
     tile = invoice_seal(inv.seller.name, inv.seller.tax_id, dpi)
     place(seal, tile, 55, foot + 2, rng.uniform(-10, 10), rng.uniform(0.6, 0.9))
-    nrng = np.random.default_rng(rng.getrandbits(64))
-    page = paper(ink.h, ink.w, nrng, (245, 247, 248))
-    image = compose(page, [(ink.alpha(), PRINTERS["laser"][0]), (seal.alpha(), SEAL_RED)])
     info = {"kind": "goods_list", "title": title, "code": inv.code, "number": inv.number}
-    rendered = RenderedPage(
-        to_uint8(image), np.zeros((ink.h, ink.w), np.float32), dpi, A4_W, A4_H, {}
-    )
-    return rendered, info
+    return _office_a4(ink, seal, rng, dpi), info
