@@ -17,7 +17,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from extractor.batch.inputs import DOCUMENT_SUFFIXES
+from extractor.batch.inputs import documents_in
 from extractor.errors import InputError, RoiError
 from extractor.pipeline import Extractor
 from extractor.progress import DocumentsProgress
@@ -149,14 +149,13 @@ def read_truth(path: Path, template: str | None = None) -> Truth:
 
 
 def find_documents(root: Path) -> list[tuple[Path, Path]]:
-    """(document, truth) pairs under ``root``, sorted by path; :class:`InputError` where
+    """(document, truth) pairs under ``root``, sorted by path, its documents found as a batch
+    finds them (:func:`~extractor.batch.inputs.documents_in`); :class:`InputError` where
     ``root`` is no folder or holds none."""
     if not root.is_dir():
         raise InputError(f"{root}: {'not a folder' if root.exists() else 'no such folder'}")
-    pairs = []
-    for path in sorted(root.rglob("*")):
-        if path.suffix.lower() in DOCUMENT_SUFFIXES and path.with_suffix(".json").is_file():
-            pairs.append((path, path.with_suffix(".json")))
+    pairs = [(p, p.with_suffix(".json")) for p in documents_in(root)]
+    pairs = [(document, truth) for document, truth in pairs if truth.is_file()]
     if not pairs:
         raise InputError(
             f"{root}: no document with its truth beside it (a document X.jpg is scored when "
