@@ -56,3 +56,26 @@ def test_a_name_ending_mid_word_is_taken_as_written_in_a_text_layer() -> None:
     name = page.fields["buyer_name"]
     assert page.registration == "frame" and name.value == "北京益航" and not name.valid
     assert [error for error in name.errors if error.startswith(UNENDED)]
+
+
+def test_a_carbon_copy_in_violet_reads_as_its_original() -> None:
+    """The buyer's copies of a multi-part form take the dot-matrix print through carbon, blue
+    or violet: paler than black in the red channel the form's brown and red drop out of. Fresh
+    light page 20269400 printed so: the print is violet, and every field reads right."""
+    doc = make_document(20269400, "light", data_ink=(175, 90, 120))
+    page_info = doc.truth["pages"][0]["print"]
+    assert page_info["data_ink_bgr"] == [175, 90, 120]
+    x, y, w, h = page_info["field_ink_boxes_mm"]["buyer_tax_id"]
+    to_image = np.array(doc.truth["degradations"]["page_to_image"])
+    corners = cv2.perspectiveTransform(
+        np.array([[[x, y], [x + w, y], [x + w, y + h], [x, y + h]]], np.float64), to_image
+    )[0]
+    (x0, y0), (x1, y1) = corners.min(axis=0).astype(int), corners.max(axis=0).astype(int)
+    box = doc.image[y0:y1, x0:x1].reshape(-1, 3).astype(int)
+    ink = box[box.sum(axis=1) < np.percentile(box.sum(axis=1), 10)]
+    assert (ink[:, 0] - ink[:, 2]).mean() > 20  # blue over red: violet, not black
+    (page,) = Extractor().extract(doc.jpeg, "vat_invoice").pages
+    truth = doc.truth["pages"][0]["fields"]
+    assert {f: (page.fields[f].value, page.fields[f].valid) for f in truth} == {
+        f: (v, True) for f, v in truth.items()
+    }

@@ -100,6 +100,7 @@ def make_document(
     pins: Pins | None = None,
     electronic: bool = False,
     a4: bool = False,
+    data_ink: tuple[int, int, int] | None = None,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
@@ -111,7 +112,8 @@ def make_document(
     ``electronic``: the seed's invoice as a 增值税电子普通发票 (its PDF's image, printed or shown,
     at ``level``: :func:`~extractor.synth.content.as_electronic`); ``a4``: that PDF printed at
     the top of an A4 sheet, the sheet scanned or photographed whole
-    (:func:`~extractor.synth.sheet.on_a4`)."""
+    (:func:`~extractor.synth.sheet.on_a4`). ``data_ink``: the data printed in that ink (BGR)
+    by a dot-matrix head, as the copies of a multi-part form show it (blue, violet)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
@@ -136,6 +138,7 @@ def make_document(
         form_ink=form_ink,
         pins=pins,
         electronic=electronic,
+        data_ink=data_ink,
     )
     scan = degrade_on(page, level, random.Random(f"scan:{seed}:{draws}"), a4)
     truth: dict[str, object] = {

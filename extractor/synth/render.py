@@ -338,15 +338,18 @@ def render_invoice(
     form_ink: str = "brown",
     pins: Pins | None = None,
     electronic: bool = False,
+    data_ink: tuple[int, int, int] | None = None,
 ) -> RenderedPage:
     """Render ``inv`` at ``dpi``; the data layer is offset by up to +-offset_mm (x, y); the form
     printed in ``form_ink`` (a key of :data:`~extractor.synth.form.FORM_INKS`); with ``pins``,
     the data printed dot by dot by that dot-matrix head instead of the seed's printer.
     ``electronic``: the 增值税电子普通发票 as its PDF shows it (the form and data drawn
-    together, no offset, no tractor holes; its top band's values stacked at the right)."""
+    together, no offset, no tractor holes; its top band's values stacked at the right).
+    ``data_ink``: the data printed in this ink (BGR) by the seed's dot-matrix head, as a
+    multi-part form's copies under the first show it (blue or violet through carbon)."""
     nrng = np.random.default_rng(rng.getrandbits(64))
     printer = rng.choices(list(PRINTERS), weights=[w for _, w in PRINTERS.values()])[0]
-    if pins is not None:
+    if pins is not None or data_ink is not None:
         printer = "dotmatrix"
     cjk = rng.choice(("ming", "ming", "hei"))
     dx = round(rng.uniform(-offset_mm[0], offset_mm[0]), 2)
@@ -392,7 +395,7 @@ def render_invoice(
     base = (236 + rng.uniform(-4, 4), 244 + rng.uniform(-3, 3), 248 + rng.uniform(-3, 3))
     page = paper(h, w, nrng, (250.0, 250.0, 250.0) if electronic else base)
     data_alpha = data.alpha()
-    ink = PRINTERS[printer][0]
+    ink = data_ink or PRINTERS[printer][0]
     if pins is not None:
         data_alpha = pin_print(data_alpha, form.ppm, pins, nrng)
     elif printer == "dotmatrix":
@@ -430,4 +433,6 @@ def render_invoice(
             "over": where,
         },
     }
+    if data_ink is not None:
+        info["data_ink_bgr"] = list(data_ink)
     return RenderedPage(to_uint8(image), holes, dpi, L.PAGE_W, L.PAGE_H, info)
