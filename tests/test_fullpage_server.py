@@ -22,7 +22,7 @@ from extractor.pipeline import Extractor
 
 ROOT = Path(__file__).resolve().parent.parent
 FALLBACK_PAGE = ROOT / "fixtures/heavy/vat_invoice_0037.jpg"
-"""A phone photo whose invoice code only the fallback reads (README, *Accuracy*)."""
+"""A phone photo whose invoice code only the fallback reads (docs/accuracy.md)."""
 
 
 @pytest.fixture(scope="module")
