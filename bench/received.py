@@ -13,10 +13,14 @@ template picked per page (``auto``, the fallback on, as the service runs):
 - ``stack``: two clean scans laid in a stack, the top invoice whole and the one beneath showing
   past its edges, turned a few degrees: the top invoice's fields are counted, and any value
   of the one beneath that passes as valid counts as wrong.
+- ``merged``: 数电票 PDFs merged for printing, two to an A4 page (one above the other) or four
+  (two by two, the page turned): the merged PDF itself (vector, its text layer kept, but the
+  page no invoice's size) and its pages printed and scanned at 200 dpi. Each invoice is
+  scored against the form read on its page that shares most of its fields.
 
 Each row is a field-level tally (``extractor.evaluate.Tally``).
 
-    python -m bench.received                 # every kind, ~8 minutes on one core
+    python -m bench.received                 # every kind, ~9 minutes on one core
     python -m bench.received --kinds carbon
 """
 
@@ -140,7 +144,71 @@ def _stack_tally(extractor: Extractor) -> tuple[Tally, int]:
     return tally, beneath
 
 
-KINDS = ("screens", "carbon", "stack")
+MERGED_SEEDS = range(20413000, 20413008)
+A4_PT = (595.28, 841.89)
+
+
+def _merged(per_page: int) -> tuple[bytes, list[list[Mapping[str, str]]]]:
+    """The invoices of :data:`MERGED_SEEDS` merged ``per_page`` (2 or 4) to an A4 page, and
+    each page's invoices' fields."""
+    merged, truth = pymupdf.open(), []
+    seeds = list(MERGED_SEEDS)
+    for first in range(0, len(seeds), per_page):
+        if per_page == 2:
+            page = merged.new_page(width=A4_PT[0], height=A4_PT[1])
+            w, h = A4_PT[0], A4_PT[1] / 2
+            cells = [pymupdf.Rect(0, k * h, w, (k + 1) * h) for k in range(2)]
+        else:
+            page = merged.new_page(width=A4_PT[1], height=A4_PT[0])
+            w, h = A4_PT[1] / 2, A4_PT[0] / 2
+            cells = [
+                pymupdf.Rect(c * w, r * h, (c + 1) * w, (r + 1) * h) for r in (0, 1) for c in (0, 1)
+            ]
+        fields = []
+        for cell, seed in zip(cells, seeds[first : first + per_page], strict=True):
+            data, pages = digital_pdf([seed])
+            with pymupdf.open(stream=data, filetype="pdf") as one:
+                page.show_pdf_page(_inset(cell, 10), one, 0)
+            fields.append(_fields(pages[0]))
+        truth.append(fields)
+    return merged.tobytes(), truth
+
+
+def _inset(rect: pymupdf.Rect, by: float) -> pymupdf.Rect:
+    return pymupdf.Rect(rect.x0 + by, rect.y0 + by, rect.x1 - by, rect.y1 - by)
+
+
+def _score_forms(tally: Tally, forms: list[PageResult], invoices: list[Mapping[str, str]]) -> None:
+    for fields in invoices:
+        best = max(
+            forms,
+            key=lambda form: sum(
+                (got := form.fields.get(name)) is not None and got.value == value
+                for name, value in fields.items()
+            ),
+            default=None,
+        )
+        for name, expected in fields.items():
+            tally.add(expected, best.fields.get(name) if best is not None else None)
+
+
+def _merged_tallies(extractor: Extractor, per_page: int) -> tuple[Tally, Tally]:
+    """The merged PDF's tally, and its pages' printed and scanned at 200 dpi."""
+    pdf, truth = _merged(per_page)
+    as_pdf, scanned = Tally(), Tally()
+    pages = extractor.extract(pdf, "auto").pages
+    for number, invoices in enumerate(truth, start=1):
+        _score_forms(as_pdf, [p for p in pages if p.page == number], invoices)
+    with pymupdf.open(stream=pdf, filetype="pdf") as merged:
+        for page, invoices in zip(merged, truth, strict=True):
+            pix = page.get_pixmap(dpi=200)
+            rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)[..., :3]
+            scan = cv2.imencode(".jpg", rgb[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 85])[1]
+            _score_forms(scanned, extractor.extract(scan.tobytes(), "auto").pages, invoices)
+    return as_pdf, scanned
+
+
+KINDS = ("screens", "carbon", "stack", "merged")
 
 
 def main() -> None:
@@ -166,8 +234,14 @@ def main() -> None:
             print(_row(f"carbon: data in {ink}", _tally(extractor, _carbon(bgr))), flush=True)
     if "stack" in kinds:
         tally, beneath = _stack_tally(extractor)
-        print(_row("stack: the top invoice", tally))
-        print(f"\nvalues of the invoice beneath passed as valid: {beneath}")
+        print(_row("stack: the top invoice", tally), flush=True)
+    if "merged" in kinds:
+        for per_page in (2, 4):
+            as_pdf, scanned = _merged_tallies(extractor, per_page)
+            print(_row(f"merged: {per_page} to an A4 page, the PDF", as_pdf))
+            print(_row(f"merged: {per_page} to an A4 page, printed and scanned", scanned))
+    if "stack" in kinds:
+        print(f"\nvalues of the invoice beneath a stack's top one passed as valid: {beneath}")
 
 
 if __name__ == "__main__":
