@@ -1,14 +1,14 @@
 """``python -m bench.received``: invoices as finance teams receive them, beyond scans.
 
-Three kinds of image, each made fresh from seeds outside the fixtures and read with the
+Four kinds of document, each made fresh from seeds outside the fixtures and read with the
 template picked per page (``auto``, the fallback on, as the service runs):
 
 - ``screens``: a 数电票 PDF and a 增值税电子普通发票 shown in a PDF viewer and captured: the page
   at screen resolution (96, 110 and 130 dpi) on the viewer's grey with its toolbar, saved as
-  PNG; or fitted to a phone's width (110 and 130 dpi), white above and below, saved as the JPEG
-  a chat app sends (quality 75). ``--dpi 72,80`` shows them zoomed out.
-- ``carbon``: the national form's buyer copies, the data printed by a dot-matrix head through
-  carbon in blue or violet ink (and in black, to compare), scanned at the light and medium
+  PNG; or fitted to a phone's width at the same resolutions, white above and below, saved as
+  the JPEG a chat app sends (quality 75). ``--dpi 72,80`` shows them zoomed out.
+- ``carbon``: the national form as its copies show it, the data printed by a dot-matrix head
+  through carbon in blue or violet (and in black, to compare), scanned at the light and medium
   levels and photographed at the geometry level.
 - ``stack``: two clean scans laid in a stack, the top invoice whole and the one beneath showing
   past its edges, turned a few degrees: the top invoice's fields are counted, and any value
