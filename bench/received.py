@@ -11,8 +11,8 @@ template picked per page (``auto``, the fallback on, as the service runs):
   through carbon in blue or violet (and in black, to compare), scanned at the light and medium
   levels and photographed at the geometry level.
 - ``stack``: two clean scans laid in a stack, the top invoice whole and the one beneath showing
-  past its edges, turned a few degrees: the top invoice's fields are counted, and any value
-  of the one beneath that passes as valid counts as wrong.
+  past its edges, turned a few degrees: the top invoice's fields are counted, and the values
+  of the one beneath that pass as valid are counted apart.
 - ``merged``: 数电票 PDFs merged for printing, two to an A4 page (one above the other) or four
   (two by two, the page turned): the merged PDF itself (vector, its text layer kept, but the
   page no invoice's size) and its pages printed and scanned at 200 dpi. Each invoice is
