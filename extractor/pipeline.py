@@ -241,6 +241,9 @@ class PreparedPage:
     """Fields cut out but not read, each taking the value of the field it repeats (a same rule:
     the total in words, the total), which the page's other readings confirm
     (:meth:`Extractor.recognize`)."""
+    read: PageResult | None = None
+    """The form's result, read already from the page's text layer (a born-digital sheet of
+    several forms: each is a prepared page with no crops): :meth:`Extractor.finish` gives it."""
 
     @property
     def images(self) -> list[np.ndarray]:
@@ -445,15 +448,13 @@ class Extractor:
             chosen, alignment = refitted
         with _timed(timings, "register"):
             forms = _reading_order(chosen, [alignment, *forms_beside(image, chosen, alignment)])
-        if self.text_layer and page.words is not None and alignment.matched and len(forms) == 1:
-            # a born-digital page of another size than its form: its words, mapped onto the
-            # form by the frame registration found, still need no OCR (a page of two forms,
-            # two invoices printed on one sheet, is read form by form on the image path)
-            with _timed(timings, "crop"):
-                result = self._read_text_layer(page, chosen, timings, alignment)
-            if result is not None:
-                result.template_scores = scores
-                return result
+        if self.text_layer and page.words is not None and alignment.matched:
+            # a born-digital page of another size than its form: its words, mapped onto each
+            # form by the frame registration found, still need no OCR (a sheet of two or four
+            # 数电票 merged for printing: each form's words are those mapped onto it)
+            read = self._read_forms_text(page, chosen, forms, timings, scores)
+            if read is not None:
+                return read
         keep = image if mode != "never" else None
         if not alignment.matched or alignment.homography is None:
             if mode == "never" and alignment.refitted is not None:  # nothing else aligns it
@@ -694,6 +695,8 @@ class Extractor:
     def finish(self, prepared: PreparedPage, reads: Sequence[Recognition | None]) -> PageResult:
         """Normalise and validate the reads of a prepared page, take the fallback path where it
         is called for, and cross-check the fields (rules, QR code)."""
+        if prepared.read is not None:
+            return prepared.read
         with _timed(prepared.timings, "validate"):
             found = _from_qr(prepared) | {
                 crop.spec.name: self._field(crop.spec, read, crop.quad if crop.has_ink else None)
@@ -817,17 +820,49 @@ class Extractor:
         scale = (page.dpi or self.dpi) / 25.4  # mm -> px of the page's rendering
         return [TextLine(line.quad * scale, line.text, 1.0) for line, _ in _text_lines(page.words)]
 
+    def _read_forms_text(
+        self,
+        page: Page,
+        template: Template,
+        forms: Sequence[Alignment],
+        timings: Timings,
+        scores: dict[str, float] | None,
+    ) -> PageResult | PreparedPage | None:
+        """The page's forms read from its text layer through their registrations: the one
+        form's result, or, for several, the first's prepared page holding the others, each with
+        its result read (:attr:`PreparedPage.read`); None when a form's required field is not
+        in the text layer (the page then takes the image path)."""
+        results = []
+        for n, form in enumerate(forms, start=1):
+            form_timings = timings if n == 1 else Timings()
+            with _timed(form_timings, "crop"):
+                result = self._read_text_layer(page, template, form_timings, form, n)
+            if result is None:
+                return None
+            result.template_scores = scores
+            results.append(result)
+        if len(results) == 1:
+            return results[0]
+        prepared = [
+            PreparedPage(page.index, template, form, [], result.timings_ms, form=n, read=result)
+            for n, (form, result) in enumerate(zip(forms, results, strict=True), start=1)
+        ]
+        prepared[0].others = prepared[1:]
+        return prepared[0]
+
     def _read_text_layer(
         self,
         page: Page,
         template: Template,
         timings: Timings,
         alignment: Alignment | None = None,
+        form: int = 1,
     ) -> PageResult | None:
         """The page's fields from its PDF text layer, or None when a required one is not there
         (the page then takes the image path). Without ``alignment`` the page is the form at its
         printed size, so its millimetres are the template's; with one (a page of another size,
-        registered by its frame), the words are first mapped onto the template through it."""
+        registered by its frame), the words are first mapped onto the template through it, and
+        those that land off its page (another ``form`` on the sheet) left out."""
         assert page.words is not None
         dpi = page.dpi or self.dpi
         # template mm -> page px
@@ -837,6 +872,7 @@ class Extractor:
             ppm = template.px_per_mm
             to_page = alignment.homography @ np.diag([ppm, ppm, 1.0])
             words = _words_on_template(page.words, dpi, to_page)
+            words = [w for w in words if _on_the_page(w, template)]
         fields: dict[str, FieldResult] = {}
         labels = {norm(f.label) for f in template.fields if f.label}
         used: set[int] = set()  # the words a valid field was read from
@@ -856,7 +892,7 @@ class Extractor:
             return None
         if alignment is None:
             alignment = Alignment(True, 1.0, None)
-        prepared = PreparedPage(page.index, template, alignment, [], timings)
+        prepared = PreparedPage(page.index, template, alignment, [], timings, form=form)
         return _conclude(prepared, fields, "text_layer", self.parties)
 
     def _text_beside_labels(
@@ -1225,6 +1261,12 @@ def _words_on_template(words: list[Word], dpi: float, to_page: np.ndarray) -> li
         Word(float(a[0]), float(a[1]), float(b[0]), float(b[1]), w.text)
         for w, a, b in zip(words, lo, hi, strict=True)
     ]
+
+
+def _on_the_page(word: Word, template: Template) -> bool:
+    """Whether ``word`` (in the template's mm) lies on the template's page."""
+    x, y = (word.x0 + word.x1) / 2, (word.y0 + word.y1) / 2
+    return 0 <= x <= template.page.width_mm and 0 <= y <= template.page.height_mm
 
 
 def _words_quad(words: list[Word]) -> np.ndarray:

@@ -353,6 +353,23 @@ def test_invoices_photographed_together_are_each_answered(main: Server) -> None:
     assert [_values({"pages": got}, i) for i in (0, 1)] == [_values(local, i) for i in (0, 1)]
 
 
+def test_invoices_merged_on_one_sheet_are_each_answered_from_the_text_layer(main: Server) -> None:
+    """A PDF of four 数电票 merged onto one A4 page: the worker answers each form, read from the
+    text layer (test_textlayer has the library's side)."""
+    from test_textlayer import merged_sheet
+
+    sheet, pdfs, _ = merged_sheet(4)
+    r = main.client.post("/extract?template=vat_invoice_digital", content=sheet)
+    assert r.status_code == 200, r.text
+    got = r.json()["pages"]
+    assert [(p["page"], p["form"], p["status"], p["registration"]) for p in got] == [
+        (1, n, "ok", "text_layer") for n in (1, 2, 3, 4)
+    ]
+    for i, path in enumerate(pdfs):
+        truth = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
+        assert _values({"pages": got}, i) == truth["pages"][0]["fields"]
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 

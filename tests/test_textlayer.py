@@ -431,22 +431,44 @@ def test_simplified_radicals_are_drawn_as_their_ideographs() -> None:
         assert a.sum() > 50 and (a & b).sum() / (a | b).sum() > 0.98, (radical, ideograph)
 
 
-def test_two_invoices_printed_on_one_sheet_are_each_read() -> None:
-    """Two 数电票 PDFs placed on one A4 page, as people print them two to a sheet: the page's
-    text layer holds both forms' words, which the one form's boxes would mix; each form is
-    found by its frame and read on the image path, a result for each."""
+def merged_sheet(per_sheet: int) -> tuple[bytes, list[Path], list[pymupdf.Rect]]:
+    """The first ``per_sheet`` (2 or 4) 数电票 fixture PDFs merged onto one A4 page (2: one
+    above the other; 4: two by two, the page turned), as offices merge them to print: the
+    sheet, the PDFs, and the cell (points) each was placed in."""
     root = Path(__file__).resolve().parent.parent / "fixtures" / "digital" / "pdf"
-    pdfs = sorted(root.glob("*.pdf"))[:2]
+    pdfs = sorted(root.glob("*.pdf"))[:per_sheet]
     sheet = pymupdf.open()
-    page = sheet.new_page(width=595, height=842)
-    width = 595 - 40
-    for i, path in enumerate(pdfs):
+    if per_sheet == 2:
+        page = sheet.new_page(width=595, height=842)
+        cells = [pymupdf.Rect(20, 30 + i * 400, 575, 30 + i * 400 + 370) for i in (0, 1)]
+    else:
+        page = sheet.new_page(width=842, height=595)
+        cells = [pymupdf.Rect(x, y, x + 400, y + 280) for y in (10, 300) for x in (10, 430)]
+    for cell, path in zip(cells, pdfs, strict=True):
         with pymupdf.open(path) as source:
-            height = width * source[0].rect.height / source[0].rect.width
-            top = 30 + i * (height + 30)
-            page.show_pdf_page(pymupdf.Rect(20, top, 20 + width, top + height), source, 0)
-    results = Extractor(fallback="never").extract(sheet.tobytes(), "vat_invoice_digital").pages
-    assert [(r.page, r.form, r.status) for r in results] == [(1, 1, "ok"), (1, 2, "ok")]
-    for result, path in zip(results, pdfs, strict=True):
+            height = cell.width * source[0].rect.height / source[0].rect.width
+            page.show_pdf_page(pymupdf.Rect(cell.x0, cell.y0, cell.x1, cell.y0 + height), source, 0)
+    return sheet.tobytes(), pdfs, cells
+
+
+@pytest.mark.parametrize("per_sheet", [2, 4])
+def test_invoices_merged_on_one_sheet_are_each_read_from_its_text_layer(per_sheet: int) -> None:
+    """数电票 PDFs merged two to an A4 page (one above the other) or four (two by two, the page
+    turned), as offices merge them to print: each form is found by its frame and read from the
+    words its registration maps onto it (the others' words land off its page), a result for
+    each in reading order, no OCR. Two to a sheet were read on the image path before."""
+    sheet, pdfs, cells = merged_sheet(per_sheet)
+    results = Extractor(fallback="never").extract(sheet, "vat_invoice_digital").pages
+    assert [(r.page, r.form, r.status) for r in results] == [
+        (1, n, "ok") for n in range(1, per_sheet + 1)
+    ]
+    scale = 200 / 72  # the page's rendering, px a point
+    for result, path, cell in zip(results, pdfs, cells, strict=True):
         expected = json.loads(path.with_suffix(".json").read_text(encoding="utf-8"))
         assert {k: f.value for k, f in result.fields.items()} == expected["pages"][0]["fields"]
+        assert result.registration == "text_layer"
+        for field in result.fields.values():
+            assert field.valid and field.source == "text_layer" and field.box is not None
+            x, y, w, h = field.box  # where the words are: inside this form's cell
+            assert cell.x0 * scale <= x and x + w <= cell.x1 * scale
+            assert cell.y0 * scale <= y and y + h <= cell.y1 * scale
