@@ -1,5 +1,6 @@
-"""Inputs: PDF, PNG, JPEG and TIFF documents, and photos as phones and browsers save them (HEIC,
-WebP, AVIF), from a path or bytes, as a stream of page images.
+"""Inputs: PDF, OFD (drawn as PDF: :mod:`extractor.ofd`), PNG, JPEG and TIFF documents, and
+photos as phones and browsers save them (HEIC, WebP, AVIF), from a path or bytes, as a stream
+of page images.
 
 The type is told by the file's magic bytes, never by its name. Anything unreadable raises an
 :class:`~extractor.errors.InputError` subclass with a message a person can act on.
@@ -28,6 +29,7 @@ from extractor.errors import (
     UnsupportedInputError,
 )
 from extractor.fields.charsets import plain_character
+from extractor.ofd import ofd_to_pdf
 from extractor.overprints import without_overprints
 from extractor.pdf_scans import embedded_scan, is_scan
 from extractor.radicals import unify_radicals
@@ -56,6 +58,7 @@ _MAGIC: list[tuple[bytes, str]] = [
 ]
 MEDIA_TYPES = {
     "pdf": "application/pdf",
+    "ofd": "application/ofd",
     "png": "image/png",
     "jpeg": "image/jpeg",
     "tiff": "image/tiff",
@@ -132,7 +135,8 @@ class Page:
 
 
 def sniff(data: bytes) -> str:
-    """The document type of ``data`` (pdf, png, jpeg, tiff) from its first bytes."""
+    """The document type of ``data`` (pdf, ofd, png, jpeg, tiff, heic, webp, avif) from its
+    first bytes (an OFD: a ZIP archive holding ``OFD.xml``)."""
     if not data:
         raise CorruptInputError("the file is empty (0 bytes)")
     head = data[:1024]
@@ -147,13 +151,10 @@ def sniff(data: bytes) -> str:
     if heif is not None:
         return heif
     if _is_ofd(data):
-        raise UnsupportedInputError(
-            "an OFD document (GB/T 33190, the 数电票's other format) is not supported: download "
-            "the invoice as PDF (the tax platform issues both, with the same text), or as an image"
-        )
+        return "ofd"
     raise UnsupportedInputError(
-        "unsupported file type: expected a PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF (judged by "
-        "content, not name)"
+        "unsupported file type: expected a PDF, OFD, PNG, JPEG, TIFF, HEIC, WebP or AVIF "
+        "(judged by content, not name)"
     )
 
 
@@ -212,7 +213,9 @@ def iter_pages(
     ``pages`` selects zero-based page indexes; None means all.
     """
     kind = sniff(data)
-    if kind == "pdf":
+    if kind in ("pdf", "ofd"):
+        if kind == "ofd":  # drawn as a PDF: its text layer read, its pages rendered as asked
+            data = ofd_to_pdf(data, max_pages)
         yield from _pdf_pages(
             data, dpi=dpi, pages=pages, max_pages=max_pages, max_pixels=max_pixels
         )

@@ -30,7 +30,7 @@ def _truncated_pdf(path: Path) -> Path:
         ("empty.png", b"", "empty"),
         ("notes.png", b"this is a text file, not an image\n", "unsupported file type"),
         ("scan.jpg", b"\xff\xd8\xff\xe0" + b"\x00" * 64, "corrupt"),
-        ("invoice.ofd", zipped("OFD.xml", "Doc_0/Document.xml"), "OFD document"),
+        ("invoice.ofd", zipped("OFD.xml", "Doc_0/Document.xml"), "names no document"),
         ("scans.zip", zipped("scan.jpg"), "unsupported file type"),
     ],
 )

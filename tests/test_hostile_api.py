@@ -98,7 +98,11 @@ HOSTILE_OVER_HTTP = {
     "heic_truncated": (lambda: h.photo("HEIF")[:300], 422, "corrupt_document"),
     "webp_16384x16384_canvas": (h.webp_header_bomb, 422, "document_too_large"),
     "text_named_pdf": (lambda: b"just text", 415, "unsupported_media_type"),
-    "ofd_package": (lambda: h.zipped("OFD.xml", "Doc_0/Doc.xml"), 415, "unsupported_media_type"),
+    "ofd_package_naming_no_document": (
+        lambda: h.zipped("OFD.xml", "Doc_0/Doc.xml"),
+        422,
+        "corrupt_document",
+    ),
     "png_over_body_limit": (lambda: b"\x89PNG\r\n\x1a\n" + b"\0" * (5 << 20), 413, "too_large"),
 }
 

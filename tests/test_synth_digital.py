@@ -20,6 +20,7 @@ from extractor.synth import digital_layout as D
 from extractor.synth import names
 from extractor.synth.__main__ import main as synth_main
 from extractor.synth.digital import (
+    OFD_LEVEL,
     PDF_LEVEL,
     TEMPLATE,
     digital_pdf,
@@ -145,6 +146,8 @@ def test_fixture_set_is_complete_and_small() -> None:
     assert {truth_of(p)["level"] for p in scans} == {"clean", "light", "medium"}
     image_pdfs = documents(".pdf", "scans")
     assert len(image_pdfs) >= 1
+    ofds = documents(".ofd", "ofd")
+    assert len(ofds) >= 2 and {truth_of(p)["level"] for p in ofds} == {"digital_ofd"}
     total = sum(p.stat().st_size for p in DIGITAL.rglob("*") if p.is_file())
     assert total < 3 * 2**20
 
@@ -159,7 +162,8 @@ def test_truth_files_are_well_formed() -> None:
         seen.add(truth["file"])
         assert truth["template"] == TEMPLATE
         assert truth["level"] == (PDF_LEVEL if path.parent.name == "pdf" else truth["level"])
-        assert truth["level"] in (PDF_LEVEL, "clean", "light", "medium")
+        assert truth["level"] == (OFD_LEVEL if path.parent.name == "ofd" else truth["level"])
+        assert truth["level"] in (PDF_LEVEL, OFD_LEVEL, "clean", "light", "medium")
         assert [p["page"] for p in truth["pages"]] == list(range(len(truth["pages"])))
         assert all(p["template"] == TEMPLATE for p in truth["pages"])
 
@@ -361,7 +365,7 @@ def test_clean_scan_qr_code_decodes(template) -> None:
 def test_cli_writes_digital_documents_when_named(tmp_path: Path) -> None:
     counts = (
         "clean=0,light=0,medium=0,heavy=0,multipage=0,geometry=0,digital_pdf=1,digital_pdf_2page=0,"
-        "digital_clean=1,digital_light=0,digital_medium=0,digital_image_pdf=0"
+        "digital_clean=1,digital_light=0,digital_medium=0,digital_image_pdf=0,digital_ofd=0"
     )
     assert (
         synth_main(["--out", str(tmp_path), "--seed", "9", "--counts", counts, "--no-reference"])

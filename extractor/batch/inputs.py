@@ -11,7 +11,7 @@ from pathlib import Path
 from extractor.errors import InputError
 
 DOCUMENT_SUFFIXES = frozenset(
-    {".pdf", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".heic", ".heif", ".webp", ".avif"}
+    {".pdf", ".ofd", ".png", ".jpg", ".jpeg", ".tif", ".tiff", ".heic", ".heif", ".webp", ".avif"}
 )
 _HASH_CHUNK = 1 << 20
 

@@ -6,7 +6,7 @@ python -m extractor.synth --out /tmp/x --counts clean=3,heavy=2,multipage=0 --no
 
 The 数电票 set (``digital/``, template ``vat_invoice_digital``) is written with the default
 counts, or when ``--counts`` names a ``digital_*`` key (digital_pdf, digital_pdf_2page,
-digital_clean, digital_light, digital_medium, digital_image_pdf).
+digital_clean, digital_light, digital_medium, digital_image_pdf, digital_ofd).
 """
 
 from __future__ import annotations
@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="documents per level, e.g. clean=14,light=12,medium=10,heavy=8,multipage=3,geometry=8 "
         "(a level not named gets its default); with "
         "--counts the 数电票 set is written only when a digital_* key is named: digital_pdf=3,"
-        "digital_pdf_2page=1,digital_clean=2,digital_light=2,digital_medium=2,digital_image_pdf=1",
+        "digital_pdf_2page=1,digital_clean=2,digital_light=2,digital_medium=2,digital_image_pdf=1,"
+        "digital_ofd=2",
     )
     p.add_argument(
         "--template",
@@ -111,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"reference image: {path} ({path.stat().st_size // 1024} KB)")
     if args.out is not None:
         paths = write_fixture_set(args.out, seed=args.seed, counts=args.counts)
-        docs = [p for p in paths if p.suffix in (".jpg", ".pdf", ".tif")]
+        docs = [p for p in paths if p.suffix in (".jpg", ".pdf", ".tif", ".ofd")]
         size = sum(p.stat().st_size for p in paths)
         print(f"{len(docs)} documents with ground truth under {args.out} ({size / 2**20:.1f} MiB)")
     return 0

@@ -37,6 +37,7 @@ from extractor.synth.digital_form import (
     seal_rect,
 )
 from extractor.synth.generate import Document, truth_json, write_pdf
+from extractor.synth.ofd import ofd_from_pdf
 from extractor.synth.pages import A4_H, A4_W, letter, letter_layout
 from extractor.synth.raster import TextBox, to_uint8
 from extractor.synth.render import RenderedPage, paper
@@ -49,7 +50,7 @@ CLEAN_DPI = 200
 SCAN_DPI_CHOICES = (150, 150, 180)  # light / medium (small files: the fixture set is capped)
 DATA_FONTS = {"ming": "AR PL UMing CN", "hei": "WenQuanYi Zen Hei"}
 # What write_digital_set writes by default: single-page PDFs, two-page PDFs, scans per level,
-# scans wrapped in an image-only PDF.
+# scans wrapped in an image-only PDF, OFD packages.
 DEFAULT_DIGITAL_COUNTS = {
     "pdf": 3,
     "pdf_2page": 1,
@@ -57,7 +58,9 @@ DEFAULT_DIGITAL_COUNTS = {
     "light": 2,
     "medium": 2,
     "image_pdf": 1,
+    "ofd": 2,
 }
+OFD_LEVEL = "digital_ofd"
 
 
 def content(seed: int, red_letter: bool = False, tax_exempt: bool = False) -> DigitalInvoice:
@@ -347,11 +350,14 @@ def _write(path: Path, data: bytes, truth: dict[str, object]) -> list[Path]:
 def write_digital_set(
     out_dir: Path, seed: int = 2026, counts: dict[str, int] | None = None
 ) -> list[Path]:
-    """Write ``out_dir/pdf/`` and ``out_dir/scans/``; returns the paths written.
+    """Write ``out_dir/pdf/``, ``out_dir/scans/`` and ``out_dir/ofd/``; returns the paths
+    written.
 
-    Files are ``vat_invoice_digital_NNNN.{pdf,jpg}`` + ``.json``, numbered across the set;
+    Files are ``vat_invoice_digital_NNNN.{pdf,jpg,ofd}`` + ``.json``, numbered across the set;
     document ``n`` has seed ``seed * 10000 + 5000 + n`` (the pages of a two-page PDF
-    ``seed * 10 + i``). ``counts`` keys: pdf, pdf_2page, clean, light, medium, image_pdf.
+    ``seed * 10 + i``). ``counts`` keys: pdf, pdf_2page, clean, light, medium, image_pdf, ofd
+    (the invoice's PDF written as OFD: :func:`~extractor.synth.ofd.ofd_from_pdf`, every second
+    one with its text objects scaled by their CTM).
     """
     counts = {**DEFAULT_DIGITAL_COUNTS, **(counts or {})}
     out_dir = Path(out_dir)
@@ -388,4 +394,17 @@ def write_digital_set(
             encoding="utf-8",
         )
         written += [path, truth_path]
+    for i in range(counts.get("ofd", 0)):
+        number += 1
+        doc_seed = digital_seed(seed, number)
+        data, entries = digital_pdf([doc_seed])
+        truth = {
+            "template": TEMPLATE,
+            "seed": doc_seed,
+            "level": OFD_LEVEL,
+            "degradations": {"ctm": i % 2 == 1},
+            "pages": entries,
+        }
+        ofd = ofd_from_pdf(data, ctm=i % 2 == 1)
+        written += _write(out_dir / "ofd" / f"{TEMPLATE}_{number:04d}.ofd", ofd, truth)
     return written

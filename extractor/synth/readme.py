@@ -136,7 +136,8 @@ two-page PDF have that seed * 10 + page index) and is reproduced by
 
 def digital_section(seed: int, counts: dict[str, int]) -> str:
     """The README's section on the 数电票 set written with ``counts``."""
-    n = {k: counts.get(k, 0) for k in ("pdf", "pdf_2page", "clean", "light", "medium", "image_pdf")}
+    kinds = ("pdf", "pdf_2page", "clean", "light", "medium", "image_pdf", "ofd")
+    n = {k: counts.get(k, 0) for k in kinds}
     rows = (
         (
             "`digital/pdf/`",
@@ -157,6 +158,14 @@ def digital_section(seed: int, counts: dict[str, int]) -> str:
             "`digital/scans/`",
             f"{n['image_pdf']} PDF",
             'a light scan wrapped in a PDF, no text layer (`"kind": "image_only_pdf"`)',
+        ),
+        (
+            "`digital/ofd/`",
+            f"{n['ofd']} OFD",
+            'the invoice issued as OFD (`"level": "digital_ofd"`, GB/T 33190): the form on a '
+            "template page, the data as text objects placed character by character (`DeltaX`), "
+            "the QR code as paths, the supervision seal an image; every second one's text sized "
+            'by its `CTM` (`"degradations": {"ctm": true}`)',
         ),
     )
     table = "\n".join(
