@@ -101,7 +101,8 @@ class _Package:
             )
         try:
             return self.zip.read(name)
-        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError, RuntimeError) as exc:
+            # RuntimeError: an encrypted entry, or (NotImplementedError) an unknown method
             raise CorruptInputError(f"the OFD package's {path} cannot be read: {exc}") from exc
 
     def xml(self, path: str) -> ElementTree.Element:

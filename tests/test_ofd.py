@@ -114,6 +114,12 @@ def test_a_broken_package_says_what_is_wrong() -> None:
     four = _unpacked(ofd_from_pdf(PDFS[-1].read_bytes()))  # a two-page PDF
     with pytest.raises(TooLargeInputError, match="2 pages, over the limit of 1"):
         list(iter_pages(_package(four), max_pages=1))
+    unknown = bytearray(_package({"OFD.xml": "<x/>"}))  # compressed by a method zipfile lacks
+    for header, at in ((b"PK\x03\x04", 8), (b"PK\x01\x02", 10)):
+        i = unknown.find(header) + at
+        unknown[i : i + 2] = (99).to_bytes(2, "little")
+    with pytest.raises(CorruptInputError, match=r"OFD\.xml cannot be read"):
+        list(iter_pages(bytes(unknown)))
     bomb = {**files, "Doc_0/Res/image_0.png": b"\0" * (MAX_ENTRY_BYTES + 1)}
     with pytest.raises(TooLargeInputError, match="inflated"):
         ofd_to_pdf(_package(bomb), max_pages=5)
