@@ -22,6 +22,7 @@ import pymupdf
 MM_PER_PT = 25.4 / 72
 NS = 'xmlns:ofd="http://www.ofdspec.org/2016"'
 DATA_COLOR = 0  # sRGB int of the data's black text; any other colour is the form's
+FONT_ID = 0  # the one font every text object names
 
 
 def ofd_from_pdf(pdf: bytes, *, ctm: bool = False) -> bytes:
@@ -83,9 +84,6 @@ def ofd_from_pdf(pdf: bytes, *, ctm: bool = False) -> bytes:
             entry = zipfile.ZipInfo(name, date_time=(2024, 1, 1, 0, 0, 0))
             package.writestr(entry, content, compress_type=zipfile.ZIP_DEFLATED)
     return out.getvalue()
-
-
-FONT_ID = 0  # the one font every text object names
 
 
 def _spans(page: pymupdf.Page) -> list[dict]:
