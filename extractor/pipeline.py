@@ -100,6 +100,7 @@ from extractor.registration import (
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.templates import (
     AGAIN,
+    AUTO,
     FieldKind,
     FieldSpec,
     SameRule,
@@ -115,7 +116,6 @@ from extractor.textlayer import (
     words_in_box,
 )
 
-AUTO = "auto"  # the template name that picks a template per page
 FallbackMode = Literal["auto", "never", "always"]
 Registration = Literal["frame", "labels", "text_layer"]
 SURE_FRAME_SCORE = 0.9

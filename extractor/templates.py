@@ -297,6 +297,10 @@ def parse_template(text: str, path: Path) -> Template:
     return template.model_copy(update={"source_path": path.resolve()})
 
 
+AUTO = "auto"
+"""The template name that picks a template page by page (CLI, API, batch, eval)."""
+
+
 class TemplateStore:
     """Templates of one folder, looked up by name only (never by path)."""
 

@@ -28,7 +28,7 @@ from extractor.engines import ENGINES
 from extractor.errors import InputError, RoiError, TemplateError, TemplateNotFoundError
 from extractor.loading import sniff
 from extractor.result import DocumentResult
-from extractor.templates import TemplateStore
+from extractor.templates import AUTO, TemplateStore
 from service.metrics import Metrics
 from service.pool import PoolError, WorkerPool
 from service.settings import Settings
@@ -234,7 +234,7 @@ def _too_large(limit: int) -> ApiError:
     "/extract",
     summary="Extract a template's fields from one document",
     description=(
-        "The document (PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF, judged by its content) is "
+        "The document (PDF, OFD, PNG, JPEG, TIFF, HEIC, WebP or AVIF, judged by its content) is "
         "the multipart part `file`, a JSON body " + JSON_SHAPE + " (application/json), or the "
         "raw request body with its own content type. Returns one "
         "result per page. `fallback`: `auto` (default) runs full-page OCR when a page does not "
@@ -248,7 +248,10 @@ def _too_large(limit: int) -> ApiError:
 async def extract(
     request: Request[Any, Any, State],
     state: State,
-    template: Annotated[str, Parameter(description="Template name (GET /templates).")],
+    template: Annotated[
+        str,
+        Parameter(description="Template name (GET /templates), or auto to pick one per page."),
+    ],
     pages: Annotated[
         str | None, Parameter(description="1-based pages, e.g. '1,3-4'; all when omitted.")
     ] = None,
@@ -279,10 +282,11 @@ async def extract(
         )
     if debug_sleep_s and not settings.debug:
         raise ApiError(400, "bad_request", "debug_sleep_s needs the service's debug mode")
-    try:
-        await asyncio.to_thread(state.templates.get, template)
-    except TemplateNotFoundError as exc:
-        raise ApiError(404, "unknown_template", str(exc)) from None
+    if template != AUTO:
+        try:
+            await asyncio.to_thread(state.templates.get, template)
+        except TemplateNotFoundError as exc:
+            raise ApiError(404, "unknown_template", str(exc)) from None
     data, file_name = await _read_document(request, settings.max_body_bytes)
     try:
         sniff(data)  # the first KiB only: cheap enough for the event loop

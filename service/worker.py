@@ -256,6 +256,7 @@ class _Runner:
         from extractor.loading import iter_pages
         from extractor.pipeline import PreparedPage
         from extractor.result import Timings
+        from extractor.templates import AUTO
 
         state = _JobState(job)
         if job.debug_sleep_s and self.config.debug:
@@ -265,7 +266,9 @@ class _Runner:
                 from extractor.errors import EngineError
 
                 raise EngineError(f"engine {job.engine!r} is not loaded in this worker")
-            template = self.extractor.templates.get(job.template)
+            template = (  # auto: picked page by page
+                None if job.template == AUTO else self.extractor.templates.get(job.template)
+            )
             wanted = None if job.pages is None else {p - 1 for p in job.pages}
             stream = iter_pages(
                 job.data, dpi=self.extractor.dpi, pages=wanted, max_pages=self.config.max_pages

@@ -370,6 +370,21 @@ def test_invoices_merged_on_one_sheet_are_each_answered_from_the_text_layer(main
         assert _values({"pages": got}, i) == truth["pages"][0]["fields"]
 
 
+def test_an_ofd_invoice_is_answered_from_its_text(main: Server) -> None:
+    """An OFD (the 数电票's other format) sent as it is: read from its text, no OCR."""
+    ofd = ROOT / "fixtures/digital/ofd/vat_invoice_digital_0013.ofd"
+    r = main.client.post("/extract?template=auto", content=ofd.read_bytes())
+    assert r.status_code == 200, r.text
+    (page,) = r.json()["pages"]
+    truth = json.loads(ofd.with_suffix(".json").read_text(encoding="utf-8"))
+    assert (page["template"], page["registration"], page["status"]) == (
+        "vat_invoice_digital",
+        "text_layer",
+        "ok",
+    )
+    assert _values({"pages": [page]}) == truth["pages"][0]["fields"]
+
+
 # -- errors --------------------------------------------------------------------------------------
 
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from extractor.templates import Template
 
 LOCK_NAME = ".lock"
-AUTO = "auto"  # the template name that picks a template per page (extractor.pipeline.AUTO)
 # Checked up front: the Extractor takes any other value as auto, and the folder would be bound
 # to the typo (BatchOptions is built by callers other than the CLI too).
 FALLBACK_MODES = ("auto", "never", "always")
@@ -161,7 +160,7 @@ def _field_names(name: str) -> list[str]:
 
     Looking the template up raises for an unknown one, before any work is done.
     """
-    from extractor.templates import TemplateStore
+    from extractor.templates import AUTO, TemplateStore
 
     store = TemplateStore()
     templates: list[Template] = store.all() if name == AUTO else [store.get(name)]
