@@ -101,7 +101,9 @@ def _documents(names: list[str]) -> list[str]:
         elif found := documents_in(Path(name)):
             files.extend(map(str, found))
         else:
-            raise InputError(f"{name}: no PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF in this folder")
+            raise InputError(
+                f"{name}: no PDF, OFD, PNG, JPEG, TIFF, HEIC, WebP or AVIF in this folder"
+            )
     return files
 
 
@@ -254,7 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     ex = sub.add_parser(
-        "extract", help="extract fields from documents (PDF, PNG, JPEG, TIFF, HEIC, WebP, AVIF)"
+        "extract",
+        help="extract fields from documents (PDF, OFD, PNG, JPEG, TIFF, HEIC, WebP, AVIF)",
     )
     ex.add_argument(
         "files",

@@ -1,6 +1,6 @@
 """``roi eval``: score extraction against documents that carry ground truth.
 
-A document ``X.jpg`` (or any kind a batch takes: .png, .pdf, .tif, .heic, .webp...) is scored
+A document ``X.jpg`` (or any kind a batch takes: .png, .pdf, .ofd, .tif, .heic, .webp...) is scored
 when ``X.json`` lies beside it, holding
 ``{"template": ..., "level": ..., "pages": [{"page": 0, "template": ..., "fields": {...}}]}``.
 A wrong value is *flagged* when the result marks it invalid, and *dangerous* when it passes as
