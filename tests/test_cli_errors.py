@@ -100,4 +100,8 @@ def test_a_folder_stands_for_its_documents(tmp_path: Path) -> None:
     assert files == [str(tmp_path / "a.jpg"), str(tmp_path / "sub" / "b.jpg")]
     (tmp_path / "empty").mkdir()
     proc = roi("extract", str(tmp_path / "empty"), "-t", "auto")
-    assert proc.returncode == 2 and "no PDF, PNG" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2
+        and "no PDF, OFD, PNG" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
