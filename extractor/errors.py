@@ -12,7 +12,7 @@ class InputError(RoiError):
 
 
 class UnsupportedInputError(InputError):
-    """The bytes are not a PDF, PNG, JPEG, TIFF, HEIC, WebP or AVIF."""
+    """The bytes are not a PDF, OFD, PNG, JPEG, TIFF, HEIC, WebP or AVIF."""
 
 
 class CorruptInputError(InputError):

@@ -111,7 +111,7 @@ def add_template_parser(sub: argparse._SubParsersAction) -> None:  # type: ignor
     tsub = tp.add_subparsers(dest="action", required=True)
 
     it = tsub.add_parser("init", help="propose a template from a sample scan or PDF")
-    it.add_argument("sample", help="a sample document (PDF, PNG, JPEG, TIFF); its first page")
+    it.add_argument("sample", help="a sample document (PDF, OFD, an image); its first page")
     it.add_argument("--name", required=True, help="template name: [a-z][a-z0-9_]*")
     it.add_argument("--out", default=None, help="templates folder (default: the templates dir)")
     it.add_argument("--dpi", type=int, default=200, help="image resolution / PDF rendering dpi")
