@@ -68,12 +68,13 @@ def ofd_to_pdf(data: bytes, max_pages: int) -> bytes:
             raise CorruptInputError(f"the OFD's page {number} is {box[2]} x {box[3]} mm")
         page = pdf.new_page(width=box[2] * PT_PER_MM, height=box[3] * PT_PER_MM)
         painter = _Painter(page, document, (box[0], box[1]))
-        for template in content.iter():
-            if _local(template.tag) == "Template":
-                template_path = document.templates.get(template.get("TemplateID", ""))
-                if template_path is not None:
-                    painter.content(package.xml(template_path))
-        painter.content(content)
+        templates = [t for t in _children(content, "Template") if t.get("TemplateID")]
+        behind = [t for t in templates if t.get("ZOrder", "Background") != "Foreground"]
+        for template in [*behind, None, *(t for t in templates if t not in behind)]:
+            if template is None:  # the page's own content, between its templates
+                painter.content(content)
+            elif (path := document.templates.get(template.get("TemplateID", ""))) is not None:
+                painter.content(package.xml(path))
     return pdf.tobytes(garbage=3, deflate=True)
 
 

@@ -123,3 +123,31 @@ def test_a_broken_package_says_what_is_wrong() -> None:
     bomb = {**files, "Doc_0/Res/image_0.png": b"\0" * (MAX_ENTRY_BYTES + 1)}
     with pytest.raises(TooLargeInputError, match="inflated"):
         ofd_to_pdf(_package(bomb), max_pages=5)
+
+
+@pytest.mark.parametrize(("order", "covered"), [("Background", False), ("Foreground", True)])
+def test_a_template_page_is_drawn_behind_or_over_the_page_as_its_z_order_says(
+    order: str, covered: bool
+) -> None:
+    """A template page the page names with ZOrder Foreground is drawn over the page's content,
+    Background (the default) under it: here a white sheet the size of the page."""
+    files = _unpacked(ofd_from_pdf(PDFS[0].read_bytes()))
+    files["Doc_0/Tpls/White/Content.xml"] = (
+        '<ofd:Page xmlns:ofd="http://www.ofdspec.org/2016"><ofd:Content><ofd:Layer ID="900">'
+        '<ofd:PathObject ID="901" Boundary="0 0 210 140" Fill="true" Stroke="false">'
+        '<ofd:FillColor Value="255 255 255"/>'
+        "<ofd:AbbreviatedData>M 0 0 L 210 0 L 210 140 L 0 140 C</ofd:AbbreviatedData>"
+        "</ofd:PathObject></ofd:Layer></ofd:Content></ofd:Page>"
+    )
+    document = files["Doc_0/Document.xml"].decode()
+    files["Doc_0/Document.xml"] = document.replace(
+        "</ofd:CommonData>",
+        '<ofd:TemplatePage ID="999" BaseLoc="Tpls/White/Content.xml"/></ofd:CommonData>',
+    )
+    page = files["Doc_0/Pages/Page_0/Content.xml"].decode()
+    files["Doc_0/Pages/Page_0/Content.xml"] = page.replace(
+        "<ofd:Content>", f'<ofd:Template TemplateID="999" ZOrder="{order}"/><ofd:Content>'
+    )
+    (drawn,) = iter_pages(ofd_to_pdf(_package(files), max_pages=5))
+    dark = int((drawn.image < 128).sum())
+    assert (dark == 0) == covered
