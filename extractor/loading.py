@@ -215,7 +215,7 @@ def iter_pages(
     kind = sniff(data)
     if kind in ("pdf", "ofd"):
         if kind == "ofd":  # drawn as a PDF: its text layer read, its pages rendered as asked
-            data = ofd_to_pdf(data, max_pages)
+            data = ofd_to_pdf(data, max_pages, pages)
         yield from _pdf_pages(
             data, dpi=dpi, pages=pages, max_pages=max_pages, max_pixels=max_pixels
         )

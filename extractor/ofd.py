@@ -23,7 +23,7 @@ import math
 import posixpath
 import re
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from xml.etree import ElementTree
@@ -44,8 +44,9 @@ Matrix = tuple[float, float, float, float, float, float]  # a b c d e f: x' = a 
 IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 
 
-def ofd_to_pdf(data: bytes, max_pages: int) -> bytes:
-    """The first document of the OFD package ``data`` drawn as a PDF, page for page."""
+def ofd_to_pdf(data: bytes, max_pages: int, pages: Collection[int] | None = None) -> bytes:
+    """The first document of the OFD package ``data`` drawn as a PDF, page for page; with
+    ``pages`` (zero-based indexes), the others left blank at their size."""
     import pymupdf
 
     package = _Package(data)
@@ -62,6 +63,11 @@ def ofd_to_pdf(data: bytes, max_pages: int) -> bytes:
         )
     pdf = pymupdf.open()
     for number, page_path in enumerate(document.pages, start=1):
+        if pages is not None and number - 1 not in pages:
+            pdf.new_page(
+                width=document.page_box[2] * PT_PER_MM, height=document.page_box[3] * PT_PER_MM
+            )
+            continue
         content = package.xml(page_path)
         box = _box(_first(content, "Area/PhysicalBox")) or document.page_box
         if not (0 < box[2] < 10_000 and 0 < box[3] < 10_000):

@@ -151,3 +151,15 @@ def test_a_template_page_is_drawn_behind_or_over_the_page_as_its_z_order_says(
     (drawn,) = iter_pages(ofd_to_pdf(_package(files), max_pages=5))
     dark = int((drawn.image < 128).sum())
     assert (dark == 0) == covered
+
+
+def test_pages_asked_for_are_the_pages_drawn() -> None:
+    """``pages`` picks pages of an OFD as of a PDF; the others are not drawn (left blank)."""
+    pdf = PDFS[-1]  # two invoices, a page each
+    ofd = ofd_from_pdf(pdf.read_bytes())
+    (second,) = Extractor(fallback="never").extract(ofd, "auto", pages=[2]).pages
+    assert second.page == 2 and second.registration == "text_layer"
+    assert {k: f.value for k, f in second.fields.items()} == _truth(pdf)[1]
+    first_blank = ofd_to_pdf(ofd, max_pages=5, pages={1})
+    (blank, drawn) = iter_pages(first_blank)
+    assert blank.words is None and drawn.words is not None
