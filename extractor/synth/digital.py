@@ -347,6 +347,19 @@ def _write(path: Path, data: bytes, truth: dict[str, object]) -> list[Path]:
     return [path, truth_path]
 
 
+def _born_digital_truth(
+    seed: int, level: str, degradations: dict[str, object], pages: list[dict[str, object]]
+) -> dict[str, object]:
+    """The truth of a born-digital document (a PDF, or that PDF as OFD): no scan went on."""
+    return {
+        "template": TEMPLATE,
+        "seed": seed,
+        "level": level,
+        "degradations": degradations,
+        "pages": pages,
+    }
+
+
 def write_digital_set(
     out_dir: Path, seed: int = 2026, counts: dict[str, int] | None = None
 ) -> list[Path]:
@@ -368,13 +381,7 @@ def write_digital_set(
         doc_seed = digital_seed(seed, number)
         seeds = [doc_seed] if pages == 1 else [doc_seed * 10 + i for i in range(pages)]
         data, entries = digital_pdf(seeds)
-        truth: dict[str, object] = {
-            "template": TEMPLATE,
-            "seed": doc_seed,
-            "level": PDF_LEVEL,
-            "degradations": {},
-            "pages": entries,
-        }
+        truth = _born_digital_truth(doc_seed, PDF_LEVEL, {}, entries)
         written += _write(out_dir / "pdf" / f"{TEMPLATE}_{number:04d}.pdf", data, truth)
     for level in SCAN_LEVELS:
         for _ in range(counts.get(level, 0)):
@@ -398,13 +405,7 @@ def write_digital_set(
         number += 1
         doc_seed = digital_seed(seed, number)
         data, entries = digital_pdf([doc_seed])
-        truth = {
-            "template": TEMPLATE,
-            "seed": doc_seed,
-            "level": OFD_LEVEL,
-            "degradations": {"ctm": i % 2 == 1},
-            "pages": entries,
-        }
+        truth = _born_digital_truth(doc_seed, OFD_LEVEL, {"ctm": i % 2 == 1}, entries)
         ofd = ofd_from_pdf(data, ctm=i % 2 == 1)
         written += _write(out_dir / "ofd" / f"{TEMPLATE}_{number:04d}.ofd", ofd, truth)
     return written
