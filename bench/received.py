@@ -37,6 +37,7 @@ from extractor.evaluate import Tally
 from extractor.pipeline import Extractor
 from extractor.result import PageResult
 from extractor.synth.digital import digital_pdf
+from extractor.synth.digital_form import render_pdf_page
 from extractor.synth.generate import make_document
 
 SCREEN_SEEDS = range(20411000, 20411006)
@@ -90,9 +91,8 @@ def _screens(phone: bool, dpi: int) -> Iterator[Case]:
     for seed in SCREEN_SEEDS:
         data, truth = digital_pdf([seed])
         with pymupdf.open(stream=data, filetype="pdf") as pdf:
-            pix = pdf[0].get_pixmap(dpi=dpi)
-        rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)[..., :3]
-        yield _on_screen(np.ascontiguousarray(rgb[..., ::-1]), phone), _fields(truth[0])
+            shown = render_pdf_page(pdf[0], dpi)
+        yield _on_screen(shown, phone), _fields(truth[0])
         doc = make_document(seed, "clean", dpi=dpi, electronic=True)
         yield _on_screen(doc.image, phone), _fields(doc.truth["pages"][0])  # type: ignore[index]
 
@@ -201,9 +201,8 @@ def _merged_tallies(extractor: Extractor, per_page: int) -> tuple[Tally, Tally]:
         _score_forms(as_pdf, [p for p in pages if p.page == number], invoices)
     with pymupdf.open(stream=pdf, filetype="pdf") as merged:
         for page, invoices in zip(merged, truth, strict=True):
-            pix = page.get_pixmap(dpi=200)
-            rgb = np.frombuffer(pix.samples, np.uint8).reshape(pix.h, pix.w, pix.n)[..., :3]
-            scan = cv2.imencode(".jpg", rgb[..., ::-1], [cv2.IMWRITE_JPEG_QUALITY, 85])[1]
+            printed = render_pdf_page(page, 200)
+            scan = cv2.imencode(".jpg", printed, [cv2.IMWRITE_JPEG_QUALITY, 85])[1]
             _score_forms(scanned, extractor.extract(scan.tobytes(), "auto").pages, invoices)
     return as_pdf, scanned
 
