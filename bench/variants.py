@@ -317,8 +317,8 @@ def _full_outline_search() -> Callable[[], None]:
 
     shipped = reg._best_outline
 
-    def search(ref: Any, small: np.ndarray, candidates: list[Any]) -> Any:
-        return shipped(ref, small, candidates, sure=math.inf)
+    def search(ref: Any, small: np.ndarray, candidates: list[Any], **options: Any) -> Any:
+        return shipped(ref, small, candidates, **(options | {"sure": math.inf}))
 
     reg._best_outline = search  # type: ignore[assignment]
 
