@@ -74,6 +74,10 @@ class Crop:
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
+    inked: np.ndarray | None = None
+    """Reference px from the field's box's left edge to each of the line's inked columns (in
+    its rows, along its extent: no speck or rule's remnant beside it), left to right; None
+    where the crop found no line."""
     wider: Callable[[], Crop | None] | None = None
     """For a field with a strict format whose line runs out of the crop (print shifted past
     the margin): cuts the field again with EXTRA_MARGIN_MM more on that side (None when no line
@@ -82,6 +86,14 @@ class Crop:
     @property
     def field(self) -> str:
         return self.spec.name
+
+    def start(self, after: float = -np.inf) -> float | None:
+        """Where the line's ink starts, reference px into the field's box, at ``after`` or
+        further in; None: no ink there."""
+        if self.inked is None:
+            return None
+        at = int(np.searchsorted(self.inked, after))
+        return float(self.inked[at]) if at < len(self.inked) else None
 
 
 def crop_fields(
@@ -253,16 +265,22 @@ class _LooseCrop:
         return x, y + dy, w, h
 
     def finish(self, rect: tuple[int, int, int, int] | None) -> Crop:
-        has_ink = rect is not None
+        has_ink, inked = rect is not None, None
         if rect is None:
             cx, cy, cw, ch = (round(v) for v in self.core)
             rect = (max(0, cx), max(0, cy), cw, ch)
         rx, ry, rw, rh = rect
+        if has_ink:  # the line's rows (the crop's middle half: tighten's margins), its extent
+            band = (ry + rh // 4, ry + rh - rh // 4)
+            extent = _line_extent(self.ink, band, self.core[0], self.core[2]) or (rx, rx + rw)
+            line = self.ink[band[0] : band[1], extent[0] : extent[1]]
+            inked = np.flatnonzero(line.any(axis=0)) + (extent[0] - self.core[0])
         corners = np.array(
             [[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64
         )
         quad = cv2.perspectiveTransform(corners, self.to_page)[0].astype(np.float32)
-        return Crop(self.spec, self.clean[ry : ry + rh, rx : rx + rw].copy(), quad, has_ink)
+        image = self.clean[ry : ry + rh, rx : rx + rw].copy()
+        return Crop(self.spec, image, quad, has_ink, inked)
 
 
 def cut_out(

@@ -78,6 +78,7 @@ from extractor.fields import (
 )
 from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
+from extractor.line_starts import doubt_late_starts, keep_a_late_start
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
 from extractor.parties import (
     TRACKED_IN_A_RUN,
@@ -714,6 +715,7 @@ class Extractor:
             blank = _blank(prepared.crops, prepared.template)
             _no_tax_id_for_a_person(prepared.template, fields, blank)
             _doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
+            doubt_late_starts(prepared.template, prepared.crops, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -966,6 +968,7 @@ class Extractor:
                 for c, read in zip(crops, reads, strict=True)
             }
             _no_tax_id_for_a_person(template, second, _blank(crops, template))
+            doubt_late_starts(template, crops, second)
         page = _Page(image, homography, template, bend) if homography is not None else None
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
@@ -1011,6 +1014,9 @@ class Extractor:
             if spec.kind is FieldKind.name and own is not None and chosen is not own:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
                 _doubt_a_lost_end(chosen, own.raw)
+            for earlier in (own, second.get(spec.name)):  # read in its box: by frame, by labels
+                if spec.kind is FieldKind.name and earlier is not None:
+                    keep_a_late_start(chosen, earlier)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:  # aligned by its labels

@@ -89,6 +89,13 @@ class FieldSpec(_Strict):
         "code and number, small at its top-right corner): read too where the QR code does not "
         "state the field, and the two readings checked against each other.",
     )
+    starts_with: str | None = Field(
+        default=None,
+        description="Another field whose print starts as far into its box as this one's does "
+        "(the national form prints a party's name and tax id from one column; a 数电票 lays the "
+        "buyer's and the seller's blocks out alike): a reading whose line starts further in "
+        "has lost its first characters (faded under a flash, folded over) and is in doubt.",
+    )
 
     @field_validator("regex")
     @classmethod
@@ -211,6 +218,9 @@ class Template(_Strict):
             unknown = [n for n in self.qr.fields if n not in known]
             if unknown:
                 raise ValueError(f"qr names unknown fields: {', '.join(unknown)}")
+        for f in self.fields:
+            if f.starts_with is not None and f.starts_with not in known - {f.name}:
+                raise ValueError(f"field {f.name!r}: starts_with names no other field")
         kinds = {f.name: f.kind for f in self.fields}
         for party in self.parties:
             for name, kind in ((party.name, FieldKind.name), (party.tax_id, FieldKind.tax_id)):

@@ -61,6 +61,15 @@ def test_rules_must_name_known_fields(tmp_path: Path) -> None:
         load_template_file(_write(tmp_path, text))
 
 
+def test_starts_with_must_name_another_field(tmp_path: Path) -> None:
+    name = "  - {name: a, box: [1, 2, 30, 4], kind: name, starts_with: %s}\n"
+    other = "  - {name: b, box: [1, 8, 30, 4], kind: tax_id}\n"
+    for bad in ("c", "a"):  # no such field; itself
+        with pytest.raises(TemplateError, match="starts_with names no other field"):
+            load_template_file(_write(tmp_path, BASE + name % bad + other))
+    assert load_template_file(_write(tmp_path, BASE + name % "b" + other)).field("a").starts_with
+
+
 def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="not valid YAML"):
         load_template_file(_write(tmp_path, "!!python/object/apply:os.system ['true']\n"))
