@@ -272,9 +272,11 @@ class _LooseCrop:
         rx, ry, rw, rh = rect
         if has_ink:  # the line's rows (the crop's middle half: tighten's margins), its extent
             band = (ry + rh // 4, ry + rh - rh // 4)
-            extent = _line_extent(self.ink, band, self.core[0], self.core[2]) or (rx, rx + rw)
-            line = self.ink[band[0] : band[1], extent[0] : extent[1]]
-            inked = np.flatnonzero(line.any(axis=0)) + (extent[0] - self.core[0])
+            a, b = _line_extent(self.ink, band, self.core[0], self.core[2]) or (rx, rx + rw)
+            a, b = max(a, rx), min(b, rx + rw)  # within the crop
+            inked = np.flatnonzero(self.ink[band[0] : band[1], a:b].any(axis=0)) + (
+                a - self.core[0]
+            )
         corners = np.array(
             [[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64
         )

@@ -13,9 +13,8 @@ from extractor.pipeline import Extractor
 from extractor.result import FieldResult
 from extractor.synth import make_document
 from extractor.synth.content import Party, uscc
-from extractor.synth.degrade import flash_hotspot
+from extractor.synth.degrade import flash_hotspot, flash_over_start
 from extractor.synth.digital import digital_pdf, make_digital_document
-from extractor.synth.generate import Document
 
 
 def test_a_name_read_short_under_a_flash_is_in_doubt() -> None:
@@ -85,20 +84,6 @@ def test_a_carbon_copy_in_violet_reads_as_its_original() -> None:
     }
 
 
-def flashed_over_a_name(doc: Document, field: str, reach_mm: float) -> bytes:
-    """``doc`` photographed with a flash whose small hotspot whitens the print by 90% over the
-    first ``reach_mm`` of the name ``field`` (its first one or two characters), as JPEG."""
-    info = doc.truth["pages"][0]["print"]
-    x, y, _, h = (info.get("field_ink_boxes_mm") or info["field_text_boxes_mm"])[field]
-    to_image = np.array(doc.truth["degradations"]["page_to_image"])
-    mm = np.array([[[x + reach_mm / 2, y + h / 2], [x + reach_mm / 2 + 10, y + h / 2]]])
-    centre, ten_mm_on = cv2.perspectiveTransform(mm, to_image)[0]
-    px_per_mm = float(np.linalg.norm(ten_mm_on - centre)) / 10
-    radii = (reach_mm * px_per_mm, 4 * px_per_mm)
-    photo = flash_hotspot(doc.image, (float(centre[0]), float(centre[1])), radii, 0.9)
-    return cv2.imencode(".jpg", photo, [cv2.IMWRITE_JPEG_QUALITY, 88])[1].tobytes()
-
-
 @pytest.mark.parametrize(
     ("seed", "level", "field", "template"),
     [
@@ -119,7 +104,10 @@ def test_a_name_whose_first_characters_faded_is_in_doubt(
     more in front. No field passes wrong."""
     digital = template == "vat_invoice_digital"
     doc = make_digital_document(seed, level) if digital else make_document(seed, level)
-    photo = flashed_over_a_name(doc, field, 4.5)
+    info, scan = doc.truth["pages"][0]["print"], doc.truth["degradations"]
+    box = (info.get("field_ink_boxes_mm") or info["field_text_boxes_mm"])[field]
+    flashed = flash_over_start(doc.image, np.array(scan["page_to_image"]), box, 4.5)
+    photo = cv2.imencode(".jpg", flashed, [cv2.IMWRITE_JPEG_QUALITY, 88])[1].tobytes()
     truth = doc.truth["pages"][0]["fields"]
     (page,) = Extractor(fallback="never").extract(photo, template).pages
     name = page.fields[field]

@@ -173,6 +173,24 @@ def flash_hotspot(
     return lit.clip(0, 255).astype(np.uint8)
 
 
+def flash_over_start(
+    image: np.ndarray,
+    page_to_image: np.ndarray,
+    box_mm: list[float],
+    reach_mm: float,
+    strength: float = 0.9,
+) -> np.ndarray:
+    """``image`` photographed with a flash whose small hotspot lies over the first ``reach_mm``
+    of the print in ``box_mm`` (page mm ``[x, y, w, h]``, mapped by ``page_to_image``): the
+    line's first characters whitened by ``strength`` at the centre (:func:`flash_hotspot`)."""
+    x, y, _, h = box_mm
+    middle = [[x + reach_mm / 2, y + h / 2], [x + reach_mm / 2 + 10, y + h / 2]]
+    centre, ten_mm_on = cv2.perspectiveTransform(np.array([middle], np.float64), page_to_image)[0]
+    px_per_mm = float(np.linalg.norm(ten_mm_on - centre)) / 10
+    radii = (reach_mm * px_per_mm, 4 * px_per_mm)
+    return flash_hotspot(image, (float(centre[0]), float(centre[1])), radii, strength)
+
+
 def scanner_grey(image: np.ndarray) -> np.ndarray:
     """``image`` (BGR) as a scanner's grey mode gives it: grey, softened by half a pixel."""
     return cv2.GaussianBlur(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), (0, 0), 0.5)
