@@ -74,10 +74,10 @@ class Crop:
     quad: np.ndarray
     """4x2 corners of the tightened crop in page pixels."""
     has_ink: bool
-    inked: np.ndarray | None = None
+    inked: Callable[[], np.ndarray] | None = None
     """Reference px from the field's box's left edge to each of the line's inked columns (in
-    its rows, along its extent: no speck or rule's remnant beside it), left to right; None
-    where the crop found no line."""
+    its rows, along its extent: no speck or rule's remnant beside it), left to right, worked
+    out when asked (:meth:`start`); None where the crop found no line."""
     wider: Callable[[], Crop | None] | None = None
     """For a field with a strict format whose line runs out of the crop (print shifted past
     the margin): cuts the field again with EXTRA_MARGIN_MM more on that side (None when no line
@@ -92,8 +92,9 @@ class Crop:
         further in; None: no ink there."""
         if self.inked is None:
             return None
-        at = int(np.searchsorted(self.inked, after))
-        return float(self.inked[at]) if at < len(self.inked) else None
+        inked = self.inked()
+        at = int(np.searchsorted(inked, after))
+        return float(inked[at]) if at < len(inked) else None
 
 
 def crop_fields(
@@ -270,19 +271,27 @@ class _LooseCrop:
             cx, cy, cw, ch = (round(v) for v in self.core)
             rect = (max(0, cx), max(0, cy), cw, ch)
         rx, ry, rw, rh = rect
-        if has_ink:  # the line's rows (the crop's middle half: tighten's margins), its extent
-            band = (ry + rh // 4, ry + rh - rh // 4)
-            a, b = _line_extent(self.ink, band, self.core[0], self.core[2]) or (rx, rx + rw)
-            a, b = max(a, rx), min(b, rx + rw)  # within the crop
-            inked = np.flatnonzero(self.ink[band[0] : band[1], a:b].any(axis=0)) + (
-                a - self.core[0]
-            )
+        if has_ink:
+            inked = partial(_inked_columns, self.ink, rect, self.core[0], self.core[2])
         corners = np.array(
             [[[rx, ry], [rx + rw, ry], [rx + rw, ry + rh], [rx, ry + rh]]], np.float64
         )
         quad = cv2.perspectiveTransform(corners, self.to_page)[0].astype(np.float32)
         image = self.clean[ry : ry + rh, rx : rx + rw].copy()
         return Crop(self.spec, image, quad, has_ink, inked)
+
+
+def _inked_columns(
+    ink: np.ndarray, rect: tuple[int, int, int, int], box_x: float, box_w: float
+) -> np.ndarray:
+    """:attr:`Crop.inked` of the line tightened to ``rect`` in a loose crop's ``ink`` whose
+    field box starts at ``box_x`` (``box_w`` wide): its rows are the crop's middle half
+    (:func:`tighten`'s margins), its extent the pieces of ink that make the line."""
+    rx, ry, rw, rh = rect
+    band = (ry + rh // 4, ry + rh - rh // 4)
+    a, b = _line_extent(ink, band, box_x, box_w) or (rx, rx + rw)
+    a, b = max(a, rx), min(b, rx + rw)  # within the crop
+    return np.flatnonzero(ink[band[0] : band[1], a:b].any(axis=0)) + (a - box_x)
 
 
 def cut_out(
