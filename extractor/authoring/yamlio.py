@@ -39,6 +39,7 @@ FIELD_ORDER = (
     "decimals",
     "normalizer",
     "required",
+    "starts_with",
 )
 
 

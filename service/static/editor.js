@@ -313,8 +313,15 @@ function templateForServer() {
     if (f.lines && f.lines !== 1) out.lines = f.lines;
     if (f.decimals != null && out.kind === "amount") out.decimals = f.decimals;
     if (f.printed_again) out.printed_again = f.printed_again; // kept as the template had it
+    if (f.starts_with) out.starts_with = f.starts_with; // likewise: the field printed in column
     return out;
   });
+  // a field printed in column with another: drop the pairing a deletion or a rename broke
+  const names = new Set(t.fields.map((f) => f.name));
+  for (const f of t.fields) {
+    const column = f.starts_with;
+    if (column && (!names.has(column) || column === f.name)) delete f.starts_with;
+  }
   if (!t.rules || !t.rules.length) delete t.rules;
   // a party pairs a name field with a tax_id field: drop those a deletion or a kind broke
   const kinds = Object.fromEntries(t.fields.map((f) => [f.name, f.kind]));
