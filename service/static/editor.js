@@ -201,6 +201,7 @@ function renameInRules(oldName, newName) {
     if (party.name === oldName) party.name = newName;
     if (party.tax_id === oldName) party.tax_id = newName;
   }
+  for (const f of state.fields) if (f.starts_with === oldName) f.starts_with = newName;
 }
 
 function dropFromRules(name) {
@@ -316,7 +317,7 @@ function templateForServer() {
     if (f.starts_with) out.starts_with = f.starts_with; // likewise: the field printed in column
     return out;
   });
-  // a field printed in column with another: drop the pairing a deletion or a rename broke
+  // a field printed in column with another: drop the pairing a deletion broke
   const names = new Set(t.fields.map((f) => f.name));
   for (const f of t.fields) {
     const column = f.starts_with;
