@@ -245,6 +245,15 @@ def test_browser_draw_name_save_extract(server: Server, templates_dir: Path) -> 
                 "document.getElementById('status').textContent.startsWith('Saved ui_vat')",
                 timeout=30_000,
             )
+            # a field renamed: what names it (a party, the name printed in column) follows
+            page.click("#fields tr[data-name=seller_tax_id]")
+            page.fill("#field-name", "seller_tin")
+            page.fill("#name", "ui_vat_renamed")
+            page.click("#save")
+            page.wait_for_function(
+                "document.getElementById('status').textContent.startsWith('Saved ui_vat_renamed')",
+                timeout=30_000,
+            )
             assert not errors, errors
         finally:
             browser.close()
@@ -258,6 +267,9 @@ def test_browser_draw_name_save_extract(server: Server, templates_dir: Path) -> 
     saved_vat = load_template_file(templates_dir / "ui_vat.yaml")
     assert saved_vat.fields == shipped.fields
     assert saved_vat.parties == shipped.parties  # the editor keeps the pairs its fields hold
+    renamed = load_template_file(templates_dir / "ui_vat_renamed.yaml")
+    assert renamed.field("seller_name").starts_with == "seller_tin"
+    assert renamed.parties[1].tax_id == "seller_tin"
     result = Extractor(fallback="never").extract(CLEAN / "vat_invoice_0003.jpg", template)
     got = result.pages[0].fields["invoice_no"]
     assert got.valid and got.value == _truth("vat_invoice_0003")["invoice_number"]
