@@ -27,7 +27,7 @@ from extractor.crops import Crop
 from extractor.doubts import LATE_START, flag, passes
 from extractor.registration import reference_for
 from extractor.result import FieldResult
-from extractor.templates import FieldKind, Template
+from extractor.templates import Template
 
 LATE_MM = 1.7
 """A name's line starting this much further into its box than its column's (half a character
@@ -42,7 +42,7 @@ def doubt_late_starts(
 ) -> None:
     """Flag each recognised name whose line starts :data:`LATE_MM` or more further into its
     box than the field it :attr:`~extractor.templates.FieldSpec.starts_with` (a reading that
-    passes)."""
+    passes; only names have one: the template says so)."""
     by_name = {crop.spec.name: crop for crop in crops}
     ppm = template.px_per_mm
     for spec in template.fields:
@@ -54,7 +54,6 @@ def doubt_late_starts(
             or other is None
             or field is None
             or beside is None
-            or spec.kind is not FieldKind.name
             or field.source != "roi"
             or field.value is None
             or not passes(beside)

@@ -1015,7 +1015,7 @@ class Extractor:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
                 _doubt_a_lost_end(chosen, own.raw)
             for earlier in (own, second.get(spec.name)):  # read in its box: by frame, by labels
-                if spec.kind is FieldKind.name and earlier is not None:
+                if earlier is not None:  # a name's doubt, if it has one (keep_a_late_start)
                     keep_a_late_start(chosen, earlier)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off

@@ -111,6 +111,8 @@ class FieldSpec(_Strict):
     def _decimals_for_amounts(self) -> FieldSpec:
         if self.decimals is not None and self.kind is not FieldKind.amount:
             raise ValueError(f"decimals applies to amounts, not to a field of kind {self.kind}")
+        if self.starts_with is not None and self.kind is not FieldKind.name:
+            raise ValueError(f"starts_with applies to names, not to a field of kind {self.kind}")
         return self
 
     def again(self) -> FieldSpec | None:

@@ -68,6 +68,9 @@ def test_starts_with_must_name_another_field(tmp_path: Path) -> None:
         with pytest.raises(TemplateError, match="starts_with names no other field"):
             load_template_file(_write(tmp_path, BASE + name % bad + other))
     assert load_template_file(_write(tmp_path, BASE + name % "b" + other)).field("a").starts_with
+    code = "  - {name: a, box: [1, 2, 30, 4], kind: code, starts_with: b}\n"
+    with pytest.raises(TemplateError, match="starts_with applies to names"):
+        load_template_file(_write(tmp_path, BASE + code + other))
 
 
 def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
