@@ -99,6 +99,7 @@ from extractor.registration import (
     register,
 )
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
+from extractor.second_look import keep_a_second_look, look_again
 from extractor.templates import (
     AGAIN,
     AUTO,
@@ -716,6 +717,8 @@ class Extractor:
             _no_tax_id_for_a_person(prepared.template, fields, blank)
             _doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
             doubt_late_starts(prepared.template, prepared.crops, fields)
+        with _timed(prepared.timings, "recognize"):
+            look_again(self.engine, prepared.crops, reads, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -1017,6 +1020,8 @@ class Extractor:
             for earlier in (own, second.get(spec.name)):  # read in its box: by frame, by labels
                 if earlier is not None:  # a name's doubt, if it has one (keep_a_late_start)
                     keep_a_late_start(chosen, earlier)
+            if own is not None:
+                keep_a_second_look(chosen, own)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:  # aligned by its labels
