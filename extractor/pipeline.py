@@ -64,7 +64,6 @@ from extractor.fallback import (
     written_date,
 )
 from extractor.fields import (
-    BRACKETS,
     DECIMAL_POINTS,
     check_value,
     ends_as_a_name,
@@ -74,7 +73,7 @@ from extractor.fields import (
     person_name,
     resolve_allowlist,
     rule_fields,
-    value_start,
+    telling,
 )
 from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
@@ -99,7 +98,7 @@ from extractor.registration import (
     register,
 )
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
-from extractor.second_look import keep_a_second_look, look_again
+from extractor.second_look import keep_a_second_look, look_again, looked_again_only
 from extractor.templates import (
     AGAIN,
     AUTO,
@@ -972,6 +971,7 @@ class Extractor:
             }
             _no_tax_id_for_a_person(template, second, _blank(crops, template))
             doubt_late_starts(template, crops, second)
+            look_again(self.engine, crops, reads, second)
         page = _Page(image, homography, template, bend) if homography is not None else None
 
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
@@ -1018,10 +1018,9 @@ class Extractor:
                 _doubt_a_lost_start(chosen, own.raw, spec.label)
                 _doubt_a_lost_end(chosen, own.raw)
             for earlier in (own, second.get(spec.name)):  # read in its box: by frame, by labels
-                if earlier is not None:  # a name's doubt, if it has one (keep_a_late_start)
+                if earlier is not None:  # its doubts, if it has them, where they still hold
                     keep_a_late_start(chosen, earlier)
-            if own is not None:
-                keep_a_second_look(chosen, own)
+                    keep_a_second_look(chosen, earlier)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:  # aligned by its labels
@@ -1143,23 +1142,13 @@ class Extractor:
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
-        # the characters whose doubt counts: not a leading ¥ or ⊗, nor a date's 年/月/日 and
-        # separators once the date reads as one (the value is its digits), nor a name's
-        # brackets once they pair (a full-width one or a half-width: the recogniser splits its
-        # belief between two classes print does not tell apart, and the name writes its own),
-        # nor what was left out of the reading (a seal's print after a tax id)
-        start = value_start(raw)
-        end = _kept_end(raw, checked.left_out)
-        moot = _MOOT.get(spec.kind)
-        telling = [
-            i for i in range(start, end) if moot is None or checked.errors or not moot(raw[i])
-        ]
+        counts = telling(spec.kind, raw, checked)  # the characters whose doubt counts
         if raw and confidence < self.min_confidence:
             errors.append(f"{LOW_CONFIDENCE} {confidence:.2f}")
         elif len(read.char_confidences) == len(raw) and min(
-            (read.char_confidences[i] for i in telling), default=1
+            (read.char_confidences[i] for i in counts), default=1
         ) < _char_bar(spec):
-            weakest = min(telling, key=lambda i: read.char_confidences[i])
+            weakest = min(counts, key=lambda i: read.char_confidences[i])
             errors.append(
                 f"{UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
                 f"(confidence {read.char_confidences[weakest]:.2f})"
@@ -1183,24 +1172,6 @@ class Extractor:
             source="roi",
             note=checked.note,
         )
-
-
-_MOOT: Mapping[FieldKind, Callable[[str], bool]] = {
-    FieldKind.date: lambda ch: not ch.isdigit(),
-    FieldKind.name: lambda ch: ch in BRACKETS,
-}
-"""Per kind, the characters whose doubt does not count once the value passes its checks
-(:meth:`Extractor._field`)."""
-
-
-def _kept_end(raw: str, left_out: int) -> int:
-    """The index in ``raw`` where the ``left_out`` characters (spaces aside) that end it start:
-    where the value the check kept of the reading ends."""
-    end = len(raw)
-    while left_out > 0 and end > 0:
-        end -= 1
-        left_out -= not raw[end].isspace()
-    return end
 
 
 def _end_of_another(field: FieldResult, others: list[FieldResult]) -> bool:
@@ -1591,12 +1562,18 @@ def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str
     """The fields not valid as read that the page's cross-checks (:func:`cross_check`) leave
     invalid too: what the fallback is for. A doubtful total in words that states the total is
     not (full-page OCR would cost seconds to read it again); neither is a field that read valid
-    and disagrees with another: a person looks at that."""
+    and disagrees with another, nor one whose print read otherwise at another size
+    (:func:`~extractor.second_look.looked_again_only`: full-page OCR reads it with the same
+    model): a person looks at those."""
     if all(field.valid for field in fields.values()):
         return []
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
     cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
-    return [name for name, field in fields.items() if not field.valid and not checked[name].valid]
+    return [
+        name
+        for name, field in fields.items()
+        if not field.valid and not checked[name].valid and not looked_again_only(field)
+    ]
 
 
 def _surely_refitted(

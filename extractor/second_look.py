@@ -8,8 +8,10 @@ same crop with more paper above and below its print (the print ~70% as tall in t
 input) or with less (~125%) often reads otherwise where the first reading was a misread, and
 alike where it was right. Such a value read with any character under :data:`SURE` is read
 again both ways; a reading that differs and passes the field's checks puts it in doubt
-(:data:`~extractor.doubts.READ_AGAIN`), for the fallback's reading of its row, a party registry
-or a person to settle.
+(:data:`~extractor.doubts.READ_AGAIN`), for a party registry or a person to settle. It calls
+for no full-page OCR (the fallback reads the row with the same model, and misread it alike or
+as a third value as often as not); where the fallback runs for another field, its reading of
+the row keeps the doubt unless it is the other value.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ import numpy as np
 from extractor.crops import Crop
 from extractor.doubts import READ_AGAIN, flag
 from extractor.engines import Recognition, Recognizer
-from extractor.fields import FieldCheck, check_value, ends_as_a_name, resolve_allowlist
+from extractor.fields import (
+    FieldCheck,
+    check_value,
+    ends_as_a_name,
+    resolve_allowlist,
+    telling,
+)
 from extractor.result import FieldResult
 from extractor.templates import AGAIN, FieldKind, FieldSpec
 
@@ -50,7 +58,7 @@ def look_again(
         for crop, read in zip(crops, reads, strict=True)
         if unchecked(crop.spec)
         and read is not None
-        and _wants_a_second_look(read, fields.get(crop.spec.name))
+        and _wants_a_second_look(crop.spec, read, fields.get(crop.spec.name))
     ]
     if not again:
         return
@@ -81,14 +89,15 @@ def _passes(spec: FieldSpec, checked: FieldCheck) -> bool:
     return spec.kind is not FieldKind.name or ends_as_a_name(checked.value)
 
 
-def _wants_a_second_look(read: Recognition, field: FieldResult | None) -> bool:
-    return (
-        field is not None
-        and field.valid
-        and field.source == "roi"
-        and len(read.char_confidences) == len(read.text) > 0
-        and min(read.char_confidences) < SURE
-    )
+def _wants_a_second_look(spec: FieldSpec, read: Recognition, field: FieldResult | None) -> bool:
+    """Whether ``read``, recognised as ``field`` and passing, has a character whose doubt
+    counts (not a name's paired brackets, :func:`~extractor.fields.telling`) under :data:`SURE`."""
+    if field is None or not field.valid or field.source != "roi":
+        return False
+    if len(read.char_confidences) != len(read.text):
+        return False
+    counts = telling(spec.kind, read.text, check_value(spec, read.text))
+    return min((read.char_confidences[i] for i in counts), default=1.0) < SURE
 
 
 def _at_other_sizes(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -101,6 +110,15 @@ def _at_other_sizes(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return padded, trimmed
 
 
+def looked_again_only(field: FieldResult) -> bool:
+    """Whether the only thing wrong with ``field`` is that it read otherwise at another size."""
+    return bool(field.errors) and all(_looked_again(error) for error in field.errors)
+
+
+def _looked_again(error: str) -> bool:
+    return error.startswith(READ_AGAIN) and error.endswith(AT_ANOTHER_SIZE)
+
+
 def keep_a_second_look(chosen: FieldResult, own: FieldResult) -> None:
     """The fallback's reading ``chosen`` of a field whose own reading (``own``) read as another
     value at another size keeps that doubt unless it is that other value: full-page OCR reads
@@ -109,7 +127,7 @@ def keep_a_second_look(chosen: FieldResult, own: FieldResult) -> None:
     if chosen is own:
         return
     for error in own.errors:
-        if error.startswith(READ_AGAIN) and error.endswith(AT_ANOTHER_SIZE):
+        if _looked_again(error):
             other = ast.literal_eval(error[len(READ_AGAIN) : -len(AT_ANOTHER_SIZE)].strip())
             if chosen.value != other:
                 flag(chosen, error)
