@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from difflib import SequenceMatcher
@@ -25,22 +25,20 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend
+from extractor.blank import blank_fields, doubt_print_read_as_nothing, no_tax_id_for_a_person
 from extractor.covered import covered_names
-from extractor.crops import STRICT_KINDS, Crop, crop_fields, cut_out, separate_ink
+from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.cross_check import another_way, check_parties, close_to_registered, cross_check
+from extractor.cut_off import doubt_cut_off, fields_cut_off, maybe_cut_off
 from extractor.doubts import (
-    AT_EDGE,
-    COVERED,
     DECIMALS,
     EARLY_END,
     LATE_START,
     LOW_CONFIDENCE,
-    OFF_IMAGE,
     READ_AGAIN,
     REFITTED,
     UNCERTAIN_CHARACTER,
     UNENDED,
-    confirm,
     flag,
     only_doubt,
     passes,
@@ -70,7 +68,6 @@ from extractor.fields import (
     holding_rules,
     ideograph,
     is_valid_uscc,
-    person_name,
     resolve_allowlist,
     rule_fields,
     telling,
@@ -89,16 +86,15 @@ from extractor.parties import (
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
 from extractor.registration import (
-    FLAT_SCORE,
     Alignment,
     form_outline,
     forms_beside,
-    frame_outline,
     ink_on_form,
     register,
 )
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.second_look import keep_a_second_look, look_again, looked_again_only
+from extractor.second_prints import check_second_prints, printed_alike
 from extractor.templates import (
     AGAIN,
     AUTO,
@@ -133,19 +129,6 @@ gives way to the page's printed labels where they align it: a 数电票 cut off 
 row matched its own frame at 0.53-0.62, misplaced (0-7 of its 10 fields read; 8-10 aligned by
 its labels). Over it the frame stands: a bent page's labels align it worse than its frame and
 bend (folded by 5%: 240 against 262 of 264 fields with this at 0.9)."""
-OFF_IMAGE_SHARE = 0.02
-"""A field whose box (where its print lies: moved by the page's print offset) lies more than this
-share off the image is in doubt: a photo or scan that cut the page there may have cut its value
-short (a name read from its end, 技术有限责任公司 for 长沙云智信息技术有限责任公司, passed as
-valid) or away (an optional field, its box read empty, passed as absent). A check that holds with
-its value (a rule, the QR code, a second print, the party registry) confirms it."""
-EDGE_SHARE = 0.01
-"""A frame side this close to the image's edge (a share of the frame's longer side on the page)
-runs along it, on a page matched under :data:`~extractor.registration.FLAT_SCORE`: the image
-may have cut the form there, and the cut taken for the frame's side squeezes the form onto what
-is left (a national form with the left 10% of its photo cut off matched at 0.87, its names read
-without their first character, 腾毅通信技术有限公司 for 福腾毅通信技术有限公司, and passed). Whole
-pages whose frame the photo cut matched at 0.978-0.997, correctly."""
 REACH_MM = 20.0  # how far beyond its box a field's label may have moved (fallback)
 MAX_PICTURED = 0.2
 """A born-digital page whose images cover more than this share of it is not told by its text
@@ -170,9 +153,6 @@ small, and blur takes it first; a reading under this neither confirms nor change
 Fixture geometry/0053's blurred 50837780 read 50037780, its weakest digit at 0.62; the second
 prints that recovered a code cut at the photo's edge (fresh geometry pages 20269508, 20269522)
 read every digit at 0.97 or more."""
-BLANK_SHARE = 0.25
-"""A box whose ink is narrower than this share of it holds no value (:func:`_blank`)."""
-_PRINT_READ_AS_NOTHING = "its box holds print, read as nothing"
 NAME_START_MM = 10.0
 """A name is printed from the left of its box: a line the fallback finds for it that starts
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
@@ -219,7 +199,7 @@ class PreparedPage:
 
     cut_off: dict[str, str] = dataclasses.field(default_factory=dict)
     """The fields the image may have cut off, or something lying on the page cover, and why
-    (:func:`_cut_off`, :func:`~extractor.covered.covered_names`)."""
+    (:func:`~extractor.cut_off.fields_cut_off`, :func:`~extractor.covered.covered_names`)."""
 
     @property
     def down_mm(self) -> float:
@@ -523,7 +503,8 @@ class Extractor:
             crops = crop_fields(image, homography, template, stated, bend, down, printed_again=True)
         prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
         prepared.stated, prepared.down, prepared.form = stated, down, form
-        prepared.cut_off = _cut_off(image.shape[:2], template, homography, down, alignment.score)
+        size, score = image.shape[:2], alignment.score
+        prepared.cut_off = fields_cut_off(size, template, homography, down, score)
         if on_form is not None:
             prepared.cut_off = covered_names(template, on_form) | prepared.cut_off
         return prepared
@@ -660,11 +641,11 @@ class Extractor:
         (:func:`~extractor.cross_check.close_to_registered`) when the tax id is valid:
         :func:`~extractor.cross_check.check_parties` gives such a name the registered one, as it
         would give it a second reading close to it; or the form prints it twice and both
-        prints read valid alike (:func:`_printed_alike`); or it carries its own check: a tax id of
-        18 characters read valid, its check character (GB 32100) holding, which any one
-        character read wrong, any two swapped or one lost or added would break. Two readings do
-        not agree by chance: a second one could only undo them. (A reading in doubt is read
-        again: it would send the page to the fallback.)"""
+        prints read valid alike (:func:`~extractor.second_prints.printed_alike`); or it carries
+        its own check: a tax id of 18 characters read valid, its check character (GB 32100)
+        holding, which any one character read wrong, any two swapped or one lost or added would
+        break. Two readings do not agree by chance: a second one could only undo them. (A reading
+        in doubt is read again: it would send the page to the fallback.)"""
         template = prepared.template
         fields = _from_qr(prepared)
         fields.update(
@@ -677,7 +658,7 @@ class Extractor:
         agreed = {name for name, value in values.items() if value and stated.get(name) == value}
         tax_ids = (c.spec.name for c in prepared.crops if c.spec.kind is FieldKind.tax_id)
         agreed.update(name for name in tax_ids if is_valid_uscc(values.get(name) or ""))
-        agreed.update(_printed_alike(template, values))
+        agreed.update(printed_alike(template, values))
         passing = {name: f.value for name, f in fields.items() if passes(f)}
         for party in template.parties if self.parties is not None else ():
             name, tax_id = passing.get(party.name), passing.get(party.tax_id)
@@ -710,11 +691,11 @@ class Extractor:
         with _timed(prepared.timings, "validate"):
             order = [spec.name for spec in prepared.template.fields]
             fields = {name: found[name] for name in order if name in found}
-            _check_second_prints(prepared.template, found, fields)
-            _doubt_cut_off(prepared.template, prepared.cut_off, fields)
-            blank = _blank(prepared.crops, prepared.template)
-            _no_tax_id_for_a_person(prepared.template, fields, blank)
-            _doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
+            check_second_prints(prepared.template, found, fields)
+            doubt_cut_off(prepared.template, prepared.cut_off, fields)
+            blank = blank_fields(prepared.crops, prepared.template)
+            no_tax_id_for_a_person(prepared.template, fields, blank)
+            doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
             doubt_late_starts(prepared.template, prepared.crops, fields)
         with _timed(prepared.timings, "recognize"):
             look_again(self.engine, prepared.crops, reads, fields)
@@ -891,7 +872,7 @@ class Extractor:
             if field.valid:
                 used.update(id(w) for w in inside)
         self._text_beside_labels(words, to_page, template, fields, used, labels)
-        _no_tax_id_for_a_person(template, fields, {n for n, f in fields.items() if not f.raw})
+        no_tax_id_for_a_person(template, fields, {n for n, f in fields.items() if not f.raw})
         if not all(fields[f.name].valid for f in template.fields if f.required):
             return None
         if alignment is None:
@@ -969,7 +950,7 @@ class Extractor:
                 c.spec.name: self._field(c.spec, read, c.quad if c.has_ink else None)
                 for c, read in zip(crops, reads, strict=True)
             }
-            _no_tax_id_for_a_person(template, second, _blank(crops, template))
+            no_tax_id_for_a_person(template, second, blank_fields(crops, template))
             doubt_late_starts(template, crops, second)
             look_again(self.engine, crops, reads, second)
         page = _Page(image, homography, template, bend) if homography is not None else None
@@ -1006,7 +987,7 @@ class Extractor:
             doubtful = [c for c in present if c.value and only_doubt(c)]
             doubtful = [c for c in doubtful if not _end_of_another(c, doubtful)]
             own = fields.get(spec.name)
-            cut = own if own is not None and _maybe_cut_off(own) else None
+            cut = own if own is not None and maybe_cut_off(own) else None
             merged[spec.name] = chosen = (
                 next((c for c in present if c.valid), None)
                 or max(doubtful, key=lambda c: c.confidence, default=None)
@@ -1024,10 +1005,10 @@ class Extractor:
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
             if not prepared.alignment.matched:  # aligned by its labels
-                cut_off = _cut_off(image.shape[:2], template, homography)
+                cut_off = fields_cut_off(image.shape[:2], template, homography)
                 on_form = ink_on_form(image, template, homography)
                 cut_off = covered_names(template, on_form) | cut_off
-            _doubt_cut_off(template, cut_off, merged)
+            doubt_cut_off(template, cut_off, merged)
         return merged, labels if labels.homography is not None else None
 
     def _fallback_lines(
@@ -1366,94 +1347,6 @@ def _repeated(prepared: PreparedPage, found: Mapping[str, FieldResult]) -> dict[
     return repeated
 
 
-def _cut_off(
-    size: tuple[int, int],
-    template: Template,
-    homography: np.ndarray,
-    down: float = 0.0,
-    frame_score: float | None = None,
-) -> dict[str, str]:
-    """The fields an image of ``size`` (h, w) may have cut off, and why: each whose box lies
-    off it (:func:`_off_image`), and, on a page its frame matched (``frame_score``; None: the
-    labels aligned it) under :data:`~extractor.registration.FLAT_SCORE` along the image's edge
-    (:data:`EDGE_SHARE`), every other."""
-    why = {
-        name: f"{OFF_IMAGE} {share:.0%} off the image: the page is cut off there"
-        for name, share in _off_image(size, template, homography, down).items()
-    }
-    side = None
-    if frame_score is not None and frame_score < FLAT_SCORE:
-        side = _edge_along(size, template, homography)
-    if side is not None:
-        for spec in template.fields:
-            why.setdefault(
-                spec.name,
-                f"{AT_EDGE} the image's {side} edge: the image may cut the form off there, "
-                "and the form be misplaced",
-            )
-    return why
-
-
-def _edge_along(size: tuple[int, int], template: Template, homography: np.ndarray) -> str | None:
-    """The side of the image (left, top, right, bottom) along which the form's frame runs
-    (:data:`EDGE_SHARE`), through ``homography``; None where it runs along none."""
-    height, width = size
-    frame = frame_outline(template, homography)
-    near = EDGE_SHARE * float(np.ptp(frame, axis=0).max())
-    gaps = {
-        "left": frame[:, 0].min(),
-        "top": frame[:, 1].min(),
-        "right": width - 1 - frame[:, 0].max(),
-        "bottom": height - 1 - frame[:, 1].max(),
-    }
-    side = min(gaps, key=lambda name: gaps[name])
-    return side if gaps[side] <= near else None
-
-
-def _off_image(
-    size: tuple[int, int], template: Template, homography: np.ndarray, down: float
-) -> dict[str, float]:
-    """The fields whose box, moved ``down`` (reference px) where the page's data is printed,
-    lies off an image of ``size`` (h, w) by more than :data:`OFF_IMAGE_SHARE` of its area
-    (through ``homography``, reference px -> page px), and by how much."""
-    height, width = size
-    ppm = template.px_per_mm
-    off: dict[str, float] = {}
-    for spec in template.fields:
-        x, w, h = spec.box.x * ppm, spec.box.w * ppm, spec.box.h * ppm
-        y = spec.box.y * ppm + down
-        corners = np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]])
-        quad = mapped(corners, homography).astype(np.float32)
-        area = cv2.contourArea(quad)
-        inside, _ = cv2.intersectConvexConvex(
-            quad, np.array([[0, 0], [width, 0], [width, height], [0, height]], np.float32)
-        )
-        share = 1.0 - inside / area if area > 0 else 0.0
-        if share > OFF_IMAGE_SHARE:
-            off[spec.name] = round(share, 3)
-    return off
-
-
-def _doubt_cut_off(
-    template: Template, cut_off: Mapping[str, str], fields: dict[str, FieldResult]
-) -> None:
-    """Fields the image may have cut off (:func:`_cut_off`: name -> why) put in doubt, in
-    place: those read empty, and those whose format cannot tell a value cut short (names,
-    amounts: a code, tax id or date that passes its checks stands, as does what the QR code
-    states)."""
-    for name, why in cut_off.items():
-        field = fields.get(name)
-        if field is None or field.source == "qr":
-            continue
-        if field.value and field.valid and template.field(name).kind in STRICT_KINDS:
-            continue
-        flag(field, why)
-
-
-def _maybe_cut_off(field: FieldResult) -> bool:
-    return any(error.startswith((OFF_IMAGE, AT_EDGE, COVERED)) for error in field.errors)
-
-
 def _template_box(prepared: PreparedPage, name: str) -> list[float]:
     """The template box of field ``name`` on the page (a registered one)."""
     template, homography = prepared.template, prepared.alignment.homography
@@ -1461,101 +1354,6 @@ def _template_box(prepared: PreparedPage, name: str) -> list[float]:
     to_page = homography @ np.diag([template.px_per_mm, template.px_per_mm, 1.0])  # mm -> px
     x, y, w, h = template.field(name).box.as_list()
     return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
-
-
-def _printed_alike(template: Template, values: Mapping[str, str | None]) -> set[str]:
-    """The fields (and their second prints) whose two prints read the same valid value
-    (``values``: None for a reading not valid): two prints, each read on its own, do not read
-    alike by chance."""
-    alike: set[str] = set()
-    for spec in template.fields:
-        value = values.get(spec.name)
-        if value is not None and values.get(spec.name + AGAIN) == value:
-            alike.update((spec.name, spec.name + AGAIN))
-    return alike
-
-
-def _check_second_prints(
-    template: Template, found: Mapping[str, FieldResult], fields: dict[str, FieldResult]
-) -> None:
-    """The fields the form prints twice (:attr:`FieldSpec.printed_again`: the national form's
-    code and number, small at its top-right corner too) against their second print's reading
-    (``found[<field>.again]``), in place. Where the second print reads valid: the same value
-    confirms a reading in doubt; a reading that fails its checks or is in doubt, or that is
-    the second print with digits lost at either end (the first print cut off at the page's
-    edge), takes the second print's value; a valid reading of another value of the same length
-    is flagged (two prints disagree: a person looks). A second print that reads in doubt, not
-    at all, or shorter (cut off: it lies near the page's edge) changes nothing."""
-    for spec in template.fields:
-        field, again = fields.get(spec.name), found.get(spec.name + AGAIN)
-        if field is None or again is None or not again.valid or field.source == "qr":
-            continue
-        value, other = field.value or "", str(again.value)
-        if len(other) < len(value):  # cut off (a 12-digit code read as a valid 10)
-            continue
-        if value == other:
-            confirm(field, "confirmed by its second print")
-        elif not field.valid or (value and _cut_from(value, other)):
-            read = f"{field.raw!r}" if field.raw else "nothing"
-            fields[spec.name] = again.model_copy(
-                update={"note": f"read from its second print: its box read {read}"}
-            )
-        elif len(value) == len(other):
-            flag(field, f"its second print reads {other}")
-
-
-def _cut_from(value: str, whole: str) -> bool:
-    """Whether ``value`` is ``whole`` with characters lost at its start or its end."""
-    return len(value) < len(whole) and (whole.startswith(value) or whole.endswith(value))
-
-
-def _blank(crops: Sequence[Crop], template: Template) -> set[str]:
-    """The fields whose box holds no print: no ink in it, or ink narrower than a quarter of the
-    box (a speck, a stray mark: read as 1 or P, it is no value of a field that fills its box)."""
-    ppm = template.px_per_mm
-    return {
-        crop.spec.name
-        for crop in crops
-        if not crop.has_ink or crop.image.shape[1] < BLANK_SHARE * crop.spec.box.w * ppm
-    }
-
-
-def _doubt_print_read_as_nothing(
-    crops: Sequence[Crop],
-    reads: Sequence[Recognition | None],
-    blank: Collection[str],
-    fields: dict[str, FieldResult],
-) -> None:
-    """An optional field whose box holds print (not :func:`_blank`) that the recogniser read as
-    nothing is not absent: flagged. (An e-invoice photographed small: its machine number, under
-    the paper form's check code box, blurred past reading, gave a check code that is not there,
-    valid, where the e-invoice prints one elsewhere.)"""
-    for crop, read in zip(crops, reads, strict=True):
-        field = fields.get(crop.spec.name)
-        if read is None or read.text or crop.spec.name in blank or field is None:
-            continue
-        if field.value is None and field.valid:
-            flag(field, _PRINT_READ_AS_NOTHING)
-
-
-def _no_tax_id_for_a_person(
-    template: Template, fields: dict[str, FieldResult], blank: Collection[str]
-) -> None:
-    """A party that may be a person (:attr:`PartyFields.may_be_a_person`: a 普通发票's buyer)
-    whose name reads as a person's (张伟, 个人) has no tax id: its tax id's box, blank (in
-    ``blank``: :func:`_blank`; no text in the text layer's), is absent, not missing, and no
-    fallback is sent to look for it. A box whose print was read as nothing is still missing."""
-    for party in template.parties:
-        name, tax_id = fields.get(party.name), fields.get(party.tax_id)
-        if not (party.may_be_a_person and name and tax_id and party.tax_id in blank):
-            continue
-        cut = any(e.startswith((OFF_IMAGE, AT_EDGE)) for e in name.errors + tax_id.errors)
-        if cut or tax_id.valid or not passes(name) or not person_name(name.value or ""):
-            continue
-        note = f"none printed: {name.value} is a person, who has no tax id"
-        if tax_id.raw:
-            note += f" (a speck read {tax_id.raw!r} left out)"
-        tax_id.value, tax_id.errors, tax_id.valid, tax_id.note = None, [], True, note
 
 
 def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str]:

@@ -10,8 +10,9 @@ from extractor.engines import get_engine
 from extractor.errors import TemplateError
 from extractor.fields import check_value
 from extractor.loading import iter_pages
-from extractor.pipeline import Extractor, PreparedPage, _check_second_prints
+from extractor.pipeline import Extractor, PreparedPage
 from extractor.result import FieldResult, Timings
+from extractor.second_prints import check_second_prints
 from extractor.templates import TemplateStore, load_template_file
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -84,7 +85,7 @@ def _checked(
     if second is not None:
         found[f"{name}.again"] = second
     fields = {name: first}
-    _check_second_prints(template, found, fields)
+    check_second_prints(template, found, fields)
     return fields[name]
 
 
