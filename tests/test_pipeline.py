@@ -1599,7 +1599,8 @@ def test_a_photo_its_frame_and_labels_miss_is_read_through_its_refitted_outline(
     (:attr:`Alignment.refitted`), and whose labels full-page OCR did not find enough of to align
     it (or, the fallback off, were not looked for): it was unmatched, every field lost. Now it
     is cut through that match (``auto`` picks the template so where the match is sure), and
-    what no other reading confirms is flagged as read so (the sum rule confirms the amounts)."""
+    what no other reading confirms is flagged as read so (the sum rule confirms the amounts, or
+    mends one: where the small model runs on OpenVINO, a ¥ read as a digit)."""
     from extractor.doubts import REFITTED
 
     doc = make_document(20382046, "heavy")
@@ -1610,6 +1611,7 @@ def test_a_photo_its_frame_and_labels_miss_is_read_through_its_refitted_outline(
     assert sum(page.fields[name].value == value for name, value in truth.items()) >= 8
     for name, field in page.fields.items():
         if field.valid:
-            assert field.value == truth[name] and field.note and "confirmed" in field.note
+            assert field.value == truth[name] and field.note
+            assert "confirmed" in field.note or field.note.endswith("from amount + tax = total")
         elif field.value == truth[name]:
             assert REFITTED in field.errors
