@@ -158,6 +158,7 @@ NAME_START_MM = 10.0
 further in than this (print offsets reach 5 mm) holds only its end ('有限公司' of a name whose
 start full-page OCR did not find, fresh heavy page 20269205, passed as valid)."""
 LOST_START_AGREEMENT = 0.6  # share of a name's characters its box's reading has in place
+LABEL_END = 3  # a label's last characters and its colon read in a name's box: 名称：
 
 
 @contextmanager
@@ -1171,8 +1172,10 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
     characters (a rule across 广 hid it from the detector, and the line re-read from where it
     began lacks it too). The box's first characters are put back in front, and the name is
     flagged: two partial readings joined. Characters that end the field's printed ``label``
-    (称 of 名称, its colon) are the form's, read in the box beside the name: no doubt."""
+    (称 of 名称, its colon) are the form's, read in the box beside the name: no doubt; nor are
+    those up to a colon among the box's first characters, however read (本： for 称：)."""
     value = field.value or ""
+    own = _after_a_label(own)
     extra = len(own) - len(value)
     if not value or not 1 <= extra <= 3:
         return
@@ -1186,6 +1189,13 @@ def _doubt_a_lost_start(field: FieldResult, own: str, label: str | None = None) 
         field.value = own[:extra] + value
         field.errors.append(f"{LATE_START} after {own[:extra]!r}, read in its box")
         field.valid = False
+
+
+def _after_a_label(text: str) -> str:
+    """``text`` after a colon among its first :data:`LABEL_END` characters: the end of a
+    field's printed label read in its box (a name never holds a colon)."""
+    at = max(text.find(":", 0, LABEL_END), text.find("：", 0, LABEL_END))
+    return text[at + 1 :] if at >= 0 else text
 
 
 def _doubt_a_lost_end(field: FieldResult, own: str) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.cross_check import _flag_dates_read_as_codes, _mend_amounts, _require_confirmation
+from extractor.doubts import LATE_START
 from extractor.engines import Recognition, get_engine
 from extractor.fields import check_value
 from extractor.pipeline import Extractor, _fullpage_device, _Page, _within
@@ -591,6 +592,27 @@ def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_bo
     found = FieldResult(value="杭州恒丰机械设备有限公司", raw="", confidence=0.99, valid=True)
     _doubt_a_lost_start(found, "称杭州恒丰机械设备有限公司", "名称")
     assert (found.value, found.valid) == ("杭州恒丰机械设备有限公司", True)
+    # fresh heavy page 20274059: the box read the label's end, misread (本： for 称：), and the
+    # three characters the full-page line lost; the label's colon, read in front, is the form's
+    for own in ("本：天津力瑞电子股份有限公司", "名称：天津力瑞电子股份有限公司"):
+        found = FieldResult(value="瑞电子股份有限公司", raw="", confidence=0.99, valid=True)
+        _doubt_a_lost_start(found, own, "名称")
+        assert (found.value, found.valid) == ("天津力瑞电子股份有限公司", False), own
+    found = FieldResult(value="天津力瑞电子股份有限公司", raw="", confidence=0.99, valid=True)
+    _doubt_a_lost_start(found, "本：天津力瑞电子股份有限公司", "名称")
+    assert (found.value, found.valid) == ("天津力瑞电子股份有限公司", True)
+
+
+def test_a_name_the_fallback_found_without_its_start_is_flagged_on_a_photo() -> None:
+    """Fresh heavy page 20274059 (a crooked scan turned 270°, blurred): the buyer's box read
+    '本：天津力瑞电子股份有限公司' (the label's 称： misread, flagged for its colon) and the
+    fallback's line '瑞电子股份有限公司', which passed. It takes the box's 天津力 and is
+    flagged."""
+    doc = make_document(20274059, "heavy")
+    (page,) = Extractor(fallback="auto").extract(doc.jpeg, "vat_invoice").pages
+    name = page.fields["buyer_name"]
+    assert name.value == doc.truth["pages"][0]["fields"]["buyer_name"] == "天津力瑞电子股份有限公司"
+    assert not name.valid and any(e.startswith(LATE_START) for e in name.errors)
 
 
 def test_a_name_the_fallback_found_without_its_end_is_flagged() -> None:
