@@ -283,6 +283,25 @@ def test_a_seals_text_read_past_a_name_is_left_out_in_doubt(
     assert check.value == value and len(check.errors) == 1 and "seal" in check.errors[0]
 
 
+@pytest.mark.parametrize(
+    ("raw", "value", "left_out"),
+    [
+        ("杭州云润天晨环保科技有限公司3", "杭州云润天晨环保科技有限公司", 1),  # medium 20274006
+        ("新创安海装饰工程有限公司郑州分公司6", "新创安海装饰工程有限公司郑州分公司", 1),
+        ("上海益航3", "上海益航3", 0),  # words that end as no name does: not told a stray mark
+        ("北京798艺术区A", "北京798艺术区A", 0),
+    ],
+)
+def test_a_mark_read_after_a_names_end_is_left_out(
+    vat: Template, raw: str, value: str, left_out: int
+) -> None:
+    """The top of the tax id printed below a name, or a speck, read as one digit after it: no
+    name goes on after its legal form, so it is left out with a note, its doubt not counted."""
+    check = check_value(vat.field("seller_name"), raw)
+    assert (check.value, check.errors, check.left_out) == (value, [], left_out)
+    assert (check.note is not None) == bool(left_out)
+
+
 def test_implied_values_of_the_sum_and_same_rules(vat: Template) -> None:
     from extractor.fields import implied_values
 

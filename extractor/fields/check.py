@@ -23,6 +23,7 @@ from extractor.fields.charsets import (
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
+from extractor.fields.persons import NAME_ENDS
 from extractor.fields.taxid import USCC_LENGTH, tax_id_errors, uscc_error
 from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template
 
@@ -68,6 +69,10 @@ _TRAILING_DIGITS = re.compile(r"[^\x00-\x7f](?=[A-Z]*[0-9])[0-9A-Z]{2,}$")
 """Ideographs followed by a short run of digits and capitals at the end: the start of the tax id
 printed below, run into the name's line (a company's name ends in its legal form, a school's
 or shop's in a word)."""
+_STRAY_END = re.compile(r"[^\x00-\x7f][0-9A-Z]$")
+"""A name's words followed by one digit or capital: where the words end as a name does
+(:data:`~extractor.fields.persons.NAME_ENDS`: …公司3), the top of the tax id printed below
+or a speck, read into its line (a run of two or more is :data:`_TRAILING_DIGITS`)."""
 _FORM_LABELS = ("开户行", "账号", "地址", "电话", "识别号", "名称")
 """Words of the labels printed beside a buyer's or seller's name, never in a company's name."""
 _CUT_LEGAL_FORM = re.compile(r"(?:有限|有限责|有限责任|股|股份|股份有|[限任份分]公)$")
@@ -239,10 +244,13 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
         value = normalize(text)
     except FieldValueError as exc:
         return FieldCheck(text, [str(exc)])
+    note, left_out = None, 0
+    if spec.kind is FieldKind.name and _STRAY_END.search(value) and value[:-1].endswith(NAME_ENDS):
+        note = f"{value[-1]!r} read after its end left out (the tax id below, a speck)"
+        value, left_out = value[:-1], 1
     errors = list(VALIDATORS[spec.kind](value))
-    left_out = 0
     if spec.kind is FieldKind.name and not errors and (seal := _own_again(value)):
-        value, left_out = value[: -len(seal)], len(seal)
+        value, left_out = value[: -len(seal)], left_out + len(seal)
         errors.append(f"read on with {seal!r}, its own characters again (a seal's text?): left out")
     if spec.kind is FieldKind.name and not errors and (forms := _traditional(value)):
         value = "".join(forms.get(ch, ch) for ch in value)
@@ -253,7 +261,6 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
         return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
-    note = None
     if spec.kind is FieldKind.amount and not any(ch.isdigit() for ch in text):
         note = f"printed {text!r}: none (a sale exempt from tax, 免税)"  # normalize_tax's ***
     return FieldCheck(value, errors, note, left_out)
