@@ -1,12 +1,13 @@
 """Boxes that hold no print, and what a field's blank box says: an optional field read as
-nothing where its box holds print is not absent; a person has no tax id."""
+nothing where its box holds print is not absent; a person has no tax id; a box read blank
+where most of the page's boxes read what fails is no sure sign of absence."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
 from extractor.crops import Crop
-from extractor.doubts import AT_EDGE, OFF_IMAGE, flag, passes
+from extractor.doubts import AMID_FAILURES, AT_EDGE, OFF_IMAGE, flag, passes
 from extractor.engines import Recognition
 from extractor.fields import person_name
 from extractor.result import FieldResult
@@ -15,6 +16,9 @@ from extractor.templates import Template
 BLANK_SHARE = 0.25
 """A box whose ink is narrower than this share of it holds no value (:func:`blank_fields`)."""
 _PRINT_READ_AS_NOTHING = "its box holds print, read as nothing"
+MOST_FAIL = 0.5
+"""A page on which more than this share of the required fields fail their checks was read
+through boxes that may not lie over its print (:func:`doubt_absence_amid_failures`)."""
 
 
 def blank_fields(crops: Sequence[Crop], template: Template) -> set[str]:
@@ -64,3 +68,18 @@ def no_tax_id_for_a_person(
         if tax_id.raw:
             note += f" (a speck read {tax_id.raw!r} left out)"
         tax_id.value, tax_id.errors, tax_id.valid, tax_id.note = None, [], True, note
+
+
+def doubt_absence_amid_failures(template: Template, fields: dict[str, FieldResult]) -> None:
+    """A field read absent (valid, no value: an optional field's blank box, a person's tax id)
+    on a page where more than :data:`MOST_FAIL` of the required fields fail their checks is in
+    doubt: where the boxes read their neighbours' values or nothing of theirs (a 增值税电子普通发票
+    photographed small on an A4 sheet, matched a row off: its names read as tax ids), a blank
+    box says nothing of the page's print."""
+    required = [fields.get(spec.name) for spec in template.fields if spec.required]
+    failing = sum(field is None or not passes(field) for field in required)
+    if not required or failing <= MOST_FAIL * len(required):
+        return
+    for field in fields.values():
+        if field.valid and field.value is None:
+            flag(field, f"{AMID_FAILURES} ({failing} of {len(required)})")

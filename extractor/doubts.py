@@ -16,10 +16,14 @@ READ_AGAIN = "read again as"  # a second reading that differs
 DECIMALS = "read with"  # an amount read with another number of decimals than it is printed
 LATE_START = "the line found starts"  # a name's line that starts well into its box
 EARLY_END = "the line found ends"  # a name's line that ends before its box's reading does
+LOST_BETWEEN = "room for a character between"  # a name's neighbours read far apart
 OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut off there)
 AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
 COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
 UNENDED = "the name ends in no word a name ends in"  # …公司, …学校, …店: read short of its end?
+AMID_FAILURES = "read absent where most of the page's fields fail their checks"
+"""A field read absent (an optional one left blank, a person's tax id) on a page whose boxes
+mostly read what fails: the boxes may not lie over the print (the form matched misplaced)."""
 REFITTED = "the form matched only once every outline on the page was refitted"
 """A page's fields read through the match :attr:`~extractor.registration.Alignment.refitted`
 found: a value no other reading confirms is in doubt."""
@@ -30,10 +34,12 @@ DOUBT = (
     DECIMALS,
     LATE_START,
     EARLY_END,
+    LOST_BETWEEN,
     OFF_IMAGE,
     AT_EDGE,
     COVERED,
     UNENDED,
+    AMID_FAILURES,
     REFITTED,
 )
 """How the doubts read: errors that say a value that passes its checks may still be wrong."""

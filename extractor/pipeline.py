@@ -25,7 +25,12 @@ import cv2
 import numpy as np
 
 from extractor.bend import Bend
-from extractor.blank import blank_fields, doubt_print_read_as_nothing, no_tax_id_for_a_person
+from extractor.blank import (
+    blank_fields,
+    doubt_absence_amid_failures,
+    doubt_print_read_as_nothing,
+    no_tax_id_for_a_person,
+)
 from extractor.covered import covered_names
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.cross_check import another_way, check_parties, close_to_registered, cross_check
@@ -76,6 +81,7 @@ from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_
 from extractor.label_cache import reference_lines
 from extractor.line_starts import doubt_late_starts, keep_a_late_start
 from extractor.loading import DEFAULT_DPI, Page, Word, iter_pages, read_source
+from extractor.lost_characters import doubt_lost_characters, keep_a_lost_character
 from extractor.parties import (
     TRACKED_IN_A_RUN,
     Parties,
@@ -698,6 +704,7 @@ class Extractor:
             no_tax_id_for_a_person(prepared.template, fields, blank)
             doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
             doubt_late_starts(prepared.template, prepared.crops, fields)
+            doubt_lost_characters(prepared.crops, reads, fields)
         with _timed(prepared.timings, "recognize"):
             look_again(self.engine, prepared.crops, reads, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
@@ -1002,6 +1009,7 @@ class Extractor:
             for earlier in (own, second.get(spec.name)):  # read in its box: by frame, by labels
                 if earlier is not None:  # its doubts, if it has them, where they still hold
                     keep_a_late_start(chosen, earlier)
+                    keep_a_lost_character(chosen, earlier)
                     keep_a_second_look(chosen, earlier)
         if homography is not None:  # whichever reading won, from a box cut off the image or not
             cut_off = prepared.cut_off
@@ -1436,6 +1444,7 @@ def _conclude(
     template = prepared.template
     with _timed(prepared.timings, "validate"):
         cross_check(template, prepared.qr, fields, parties)
+        doubt_absence_amid_failures(template, fields)
     alignment = prepared.alignment
     if registration is None:
         status = "unmatched"

@@ -17,6 +17,9 @@ class Recognition:
     confidence: float
     """Mean of the per-character confidences (0 for an empty read)."""
     char_confidences: tuple[float, ...] = field(default_factory=tuple)
+    positions: tuple[float, ...] = field(default_factory=tuple)
+    """Where each character was read along the crop, its middle as a share of the crop's width
+    (0 its left edge, 1 its right); empty where the engine does not tell."""
 
 
 @runtime_checkable

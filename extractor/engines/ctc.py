@@ -35,7 +35,7 @@ def prepare_line(crop: np.ndarray, height: int) -> np.ndarray:
     if h == 0 or w == 0:
         crop = np.full((height, WIDTH_STEP, 3), 255, np.uint8)
         h, w = crop.shape[:2]
-    new_w = max(8, min(MAX_WIDTH, math.ceil(height * w / h)))
+    new_w = line_width(crop, height)
     resized = cv2.resize(
         crop, (new_w, height), interpolation=cv2.INTER_AREA if h > height else cv2.INTER_LINEAR
     )
@@ -45,35 +45,51 @@ def prepare_line(crop: np.ndarray, height: int) -> np.ndarray:
     return out
 
 
+def line_width(crop: np.ndarray, height: int) -> int:
+    """The width (columns) of a line crop resized to ``height``, keeping its aspect ratio."""
+    h, w = crop.shape[:2]
+    return max(8, min(MAX_WIDTH, math.ceil(height * w / h))) if h and w else WIDTH_STEP
+
+
 def ctc_greedy(
-    probs: np.ndarray, mask: np.ndarray | None, characters: Sequence[str]
+    probs: np.ndarray, mask: np.ndarray | None, characters: Sequence[str], step: float = 0.0
 ) -> Recognition:
-    """CTC greedy decoding of one (T, C) probability matrix under an optional class mask."""
+    """CTC greedy decoding of one (T, C) probability matrix under an optional class mask
+    (``step``: as in :func:`ctc_collapse`)."""
     if mask is None:
         best = probs.argmax(axis=1)
     else:  # the argmax over the allowed classes only (a dozen columns of ~18,700 for digits)
         allowed = np.flatnonzero(mask)
         best = allowed[probs[:, allowed].argmax(axis=1)]
-    return ctc_collapse(best, probs[np.arange(len(best)), best], characters)
+    return ctc_collapse(best, probs[np.arange(len(best)), best], characters, step)
 
 
-def ctc_collapse(best: np.ndarray, best_p: np.ndarray, characters: Sequence[str]) -> Recognition:
+def ctc_collapse(
+    best: np.ndarray, best_p: np.ndarray, characters: Sequence[str], step: float = 0.0
+) -> Recognition:
     """The text of a best-class path (T,) with its probabilities: repeats merged, blanks
     dropped, a character's confidence the best of its repeats. A compatibility ideograph in the
-    model's list (PP-OCRv6 small holds 郎 and 凉 twice) is answered as the unified one."""
+    model's list (PP-OCRv6 small holds 郎 and 凉 twice) is answered as the unified one.
+    ``step``: the share of the crop's width a step of the path covers; where given, each
+    character's position is the middle of its steps."""
     text: list[str] = []
     confs: list[float] = []
+    runs: list[list[int]] = []  # each character's first and last step
     previous = 0
-    for cls, p in zip(best.tolist(), best_p.tolist(), strict=True):
+    for t, (cls, p) in enumerate(zip(best.tolist(), best_p.tolist(), strict=True)):
         if cls != 0:
             if cls != previous:
                 text.append(characters[cls])
                 confs.append(p)
+                runs.append([t, t])
             else:
                 confs[-1] = max(confs[-1], p)
+                runs[-1][1] = t
         previous = cls
     confidence = float(np.mean(confs)) if confs else 0.0
-    return Recognition(unify_radicals("".join(text)), confidence, tuple(round(c, 4) for c in confs))
+    positions = tuple(round((a + b + 1) / 2 * step, 4) for a, b in runs) if step else ()
+    rounded = tuple(round(c, 4) for c in confs)
+    return Recognition(unify_radicals("".join(text)), confidence, rounded, positions)
 
 
 class CTCLineReader:
@@ -189,10 +205,14 @@ class CTCLineReader:
                         if mask is not None:
                             allowed[row] = mask
                     best, best_p = self.forward_best(batch, allowed)
+                    steps = width / best.shape[1]  # input columns a step of the path covers
                     for row, i in enumerate(chunk):
-                        results[i] = ctc_collapse(best[row], best_p[row], self.characters)
+                        step = steps / line_width(crops[i], self.height)
+                        results[i] = ctc_collapse(best[row], best_p[row], self.characters, step)
                 else:
                     probs = self.forward(batch)
+                    steps = width / probs.shape[1]
                     for row, i in enumerate(chunk):
-                        results[i] = ctc_greedy(probs[row], masks[row], self.characters)
+                        step = steps / line_width(crops[i], self.height)
+                        results[i] = ctc_greedy(probs[row], masks[row], self.characters, step)
         return results
