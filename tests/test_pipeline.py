@@ -224,6 +224,39 @@ def test_a_field_the_image_cuts_off_is_not_passed_as_absent(extractor: Extractor
     assert "its box lies 100% off the image: the page is cut off there" in check_code.errors
 
 
+def test_a_field_read_absent_where_most_fields_fail_is_in_doubt() -> None:
+    """Fresh geometry photo 20275016 of a 增值税电子普通发票 printed on an A4 sheet (the form
+    ~80 dpi, turned): the frame matched it a row off, and 10 of its 11 required fields read
+    what fails (its names read as tax ids); its check code's box, blank there, passed as
+    absent. Now in doubt; on a page whose required fields pass, an absent check code is not."""
+    from extractor.blank import doubt_absence_amid_failures
+    from extractor.doubts import AMID_FAILURES
+
+    doc = make_document(20275016, "geometry", electronic=True, a4=True)
+    (page,) = Extractor().extract(doc.jpeg, "auto").pages
+    check_code = page.fields["check_code"]
+    assert doc.truth["pages"][0]["fields"]["check_code"] and check_code.value is None
+    assert not check_code.valid and check_code.errors[0].startswith(AMID_FAILURES)
+    template = TemplateStore().get("vat_invoice")
+    fields = {
+        spec.name: FieldResult(
+            value=None if spec.required is False else "1", raw="", confidence=1.0, valid=True
+        )
+        for spec in template.fields
+    }
+    doubt_absence_amid_failures(template, fields)
+    assert fields["check_code"].valid  # every required field passes
+    for name in ("invoice_code", "invoice_number", "issue_date", "buyer_name", "buyer_tax_id"):
+        fields[name].valid, fields[name].errors = False, ["cannot read"]
+    doubt_absence_amid_failures(template, fields)
+    assert fields["check_code"].valid  # 5 of 11 fail: not most
+    fields["amount"].valid, fields["amount"].errors = False, ["cannot read"]
+    doubt_absence_amid_failures(template, fields)
+    assert not fields["check_code"].valid and fields["check_code"].errors == [
+        f"{AMID_FAILURES} (6 of 11)"
+    ]
+
+
 @pytest.mark.parametrize("template", ["vat_invoice_digital", "auto"])
 def test_a_weak_frame_match_gives_way_to_the_labels(extractor: Extractor, template: str) -> None:
     """A 数电票 scan cut off below its 价税合计 row: what is left of its ruling matches the
