@@ -12,11 +12,12 @@ the fallback's reading (where it holds more) or a person to settle.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 
 import numpy as np
 
 from extractor.crops import Crop
-from extractor.doubts import LOST_BETWEEN, flag
+from extractor.doubts import LOST_BETWEEN, flag, passes
 from extractor.engines import Recognition
 from extractor.fields import ideograph
 from extractor.result import FieldResult
@@ -33,13 +34,14 @@ MIN_SPACINGS = 3  # a pitch is told from this many neighbours at least
 def doubt_lost_characters(
     crops: Sequence[Crop], reads: Sequence[Recognition | None], fields: Mapping[str, FieldResult]
 ) -> None:
-    """Flag each recognised name, valid, whose reading leaves room for a character between two
-    of its ideographs (:data:`GAP`)."""
+    """Flag each recognised name that passes its checks (valid, or only in doubt: the fallback
+    then keeps this doubt too) whose reading leaves room for a character between two of its
+    ideographs (:data:`GAP`)."""
     for crop, read in zip(crops, reads, strict=True):
         field = fields.get(crop.spec.name)
         if crop.spec.kind is not FieldKind.name or read is None or field is None:
             continue
-        if not field.valid or field.source != "roi":
+        if not passes(field) or field.source != "roi":
             continue
         room = _room_between(read)
         if room is not None:
@@ -54,7 +56,7 @@ def _room_between(read: Recognition) -> tuple[int, int] | None:
     if len(positions) != len(text):
         return None
     kept = [i for i, ch in enumerate(text) if not ch.isspace()]
-    pairs = [(a, b) for a, b in zip(kept, kept[1:]) if ideograph(text[a]) and ideograph(text[b])]
+    pairs = [(a, b) for a, b in pairwise(kept) if ideograph(text[a]) and ideograph(text[b])]
     if len(pairs) < MIN_SPACINGS:
         return None
     spacings = np.array([positions[b] - positions[a] for a, b in pairs])
