@@ -26,7 +26,7 @@ from extractor.templates import FieldKind
 GAP = 1.75
 """Two ideographs of a name read this many pitches apart (their middles; the pitch the median
 of its neighbours') leave room for one between them. The recogniser places a character to a
-step of its path (~0.4 of a pitch): over ~650 names of fresh pages read right, neighbours lay
+step of its path (~0.4 of a pitch): over ~380 names of fresh pages read right, neighbours lay
 at most 1.5 pitches apart; names read with a character left out between two, 1.67-2.66."""
 MIN_SPACINGS = 3  # a pitch is told from this many neighbours at least
 
