@@ -960,6 +960,7 @@ class Extractor:
             }
             no_tax_id_for_a_person(template, second, blank_fields(crops, template))
             doubt_late_starts(template, crops, second)
+            doubt_lost_characters(crops, reads, second)
             look_again(self.engine, crops, reads, second)
         page = _Page(image, homography, template, bend) if homography is not None else None
 
