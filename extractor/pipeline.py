@@ -75,7 +75,7 @@ from extractor.fields import (
     is_valid_uscc,
     resolve_allowlist,
     rule_fields,
-    telling,
+    weakest,
 )
 from extractor.fullpage import FullPageReader, Provider, TextLine, get_fullpage_ocr, mapped
 from extractor.label_cache import reference_lines
@@ -1133,16 +1133,13 @@ class Extractor:
         raw, confidence = read.text, read.confidence
         checked = check_value(spec, raw)
         errors = list(checked.errors)
-        counts = telling(spec.kind, raw, checked)  # the characters whose doubt counts
+        at = weakest(spec.kind, raw, read.char_confidences, checked)  # of those that count
         if raw and confidence < self.min_confidence:
             errors.append(f"{LOW_CONFIDENCE} {confidence:.2f}")
-        elif len(read.char_confidences) == len(raw) and min(
-            (read.char_confidences[i] for i in counts), default=1
-        ) < _char_bar(spec):
-            weakest = min(counts, key=lambda i: read.char_confidences[i])
+        elif at is not None and read.char_confidences[at] < _char_bar(spec):
             errors.append(
-                f"{UNCERTAIN_CHARACTER} {raw[weakest]!r} at {weakest + 1} "
-                f"(confidence {read.char_confidences[weakest]:.2f})"
+                f"{UNCERTAIN_CHARACTER} {raw[at]!r} at {at + 1} "
+                f"(confidence {read.char_confidences[at]:.2f})"
             )
         unended = spec.kind is FieldKind.name and not ends_as_a_name(checked.value or "")
         if unended and not in_text_layer:

@@ -30,7 +30,7 @@ from extractor.fields import (
     check_value,
     ends_as_a_name,
     resolve_allowlist,
-    telling,
+    weakest,
 )
 from extractor.result import FieldResult
 from extractor.templates import AGAIN, FieldKind, FieldSpec
@@ -94,10 +94,9 @@ def _wants_a_second_look(spec: FieldSpec, read: Recognition, field: FieldResult 
     counts (not a name's paired brackets, :func:`~extractor.fields.telling`) under :data:`SURE`."""
     if field is None or not field.valid or field.source != "roi":
         return False
-    if len(read.char_confidences) != len(read.text):
-        return False
-    counts = telling(spec.kind, read.text, check_value(spec, read.text))
-    return min((read.char_confidences[i] for i in counts), default=1.0) < SURE
+    checked = check_value(spec, read.text)
+    at = weakest(spec.kind, read.text, read.char_confidences, checked)
+    return at is not None and read.char_confidences[at] < SURE
 
 
 def _at_other_sizes(image: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

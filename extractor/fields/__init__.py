@@ -35,7 +35,7 @@ from extractor.fields.normalize import (
 )
 from extractor.fields.persons import ends_as_a_name, person_name
 from extractor.fields.taxid import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
-from extractor.fields.telling import telling
+from extractor.fields.telling import telling, weakest
 from extractor.fields.words import amount_to_words, parse_amount_words
 
 __all__ = [
@@ -75,4 +75,5 @@ __all__ = [
     "uscc_check_char",
     "uscc_error",
     "value_start",
+    "weakest",
 ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 from extractor.fields.charsets import BRACKETS, value_start
 from extractor.fields.check import FieldCheck
@@ -25,6 +25,17 @@ def telling(kind: FieldKind, raw: str, checked: FieldCheck) -> list[int]:
     start, end = value_start(raw), _kept_end(raw, checked.left_out)
     moot = _MOOT.get(kind)
     return [i for i in range(start, end) if moot is None or checked.errors or not moot(raw[i])]
+
+
+def weakest(
+    kind: FieldKind, raw: str, confidences: Sequence[float], checked: FieldCheck
+) -> int | None:
+    """The index in ``raw`` of the character whose doubt counts (:func:`telling`) read least
+    sure (``confidences``, one a character); None where none counts, or where the engine gave
+    no confidence per character."""
+    if len(confidences) != len(raw):
+        return None
+    return min(telling(kind, raw, checked), key=confidences.__getitem__, default=None)
 
 
 def _kept_end(raw: str, left_out: int) -> int:
