@@ -89,6 +89,12 @@ class FieldSpec(_Strict):
         "code and number, small at its top-right corner): read too where the QR code does not "
         "state the field, and the two readings checked against each other.",
     )
+    check: Literal["invoice_code"] | None = Field(
+        default=None,
+        description="A check of the value's structure after its kind's: ``invoice_code``, the "
+        "region a VAT invoice's code starts with names a province or a separately listed city "
+        "(:mod:`extractor.fields.codes`).",
+    )
     starts_with: str | None = Field(
         default=None,
         description="Another field whose print starts as far into its box as this one's does "

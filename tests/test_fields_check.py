@@ -68,6 +68,41 @@ def test_regex_is_checked_on_the_normalised_value(vat: Template) -> None:
     assert result.errors == [r"does not match ^(\d{10}|\d{12})$"]
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "044001900111",  # Guangdong, 2019, an electronic 普票
+        "044031900111",  # Shenzhen, separately listed
+        "035022300304",  # Xiamen, separately listed
+        "011002000104",  # Beijing
+        "3200172130",  # a 10-digit 专票 code, Jiangsu
+        "2102153320",  # Dalian
+    ],
+)
+def test_invoice_codes_of_tax_bureaus_pass(vat: Template, code: str) -> None:
+    assert check_value(vat.field("invoice_code"), code) == FieldCheck(code, [])
+
+
+@pytest.mark.parametrize(
+    ("code", "region"),
+    [
+        ("035622360304", "3562 (digits 2-5)"),  # 3502 with a 0 read 6 (fresh heavy 20277022)
+        ("044071900111", "4407 (digits 2-5)"),  # a city of Guangdong: its province's bureau
+        ("094001900111", "9400 (digits 2-5)"),  # no province starts 94
+        ("3206172130", "3206 (digits 1-4)"),
+    ],
+)
+def test_invoice_code_whose_region_no_bureau_issues_fails(
+    vat: Template, code: str, region: str
+) -> None:
+    result = check_value(vat.field("invoice_code"), code)
+    assert result.value == code
+    assert [error.split(" is no ")[0] for error in result.errors] == [f"its region {region}"]
+    # the second print, small at the corner, is checked alike; other codes are not
+    assert check_value(vat.field("invoice_code").again(), code).errors == result.errors
+    assert check_value(vat.field("invoice_number"), code[-8:]).errors == []
+
+
 def test_normalisation_failure_returns_the_stripped_raw(vat: Template) -> None:
     assert check_value(vat.field("issue_date"), " 2024年02月30日 ") == FieldCheck(
         "2024年02月30日", ["2024-02-30 is not a calendar date"]

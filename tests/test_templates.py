@@ -73,6 +73,13 @@ def test_starts_with_must_name_another_field(tmp_path: Path) -> None:
         load_template_file(_write(tmp_path, BASE + code + other))
 
 
+def test_a_structure_check_must_be_known(tmp_path: Path) -> None:
+    field = "  - {name: a, box: [1, 2, 30, 4], kind: code, check: %s}\n"
+    assert load_template_file(_write(tmp_path, BASE + field % "invoice_code")).field("a").check
+    with pytest.raises(TemplateError, match=r"field 'a' \(check\): Input should be 'invoice_code'"):
+        load_template_file(_write(tmp_path, BASE + field % "iban"))
+
+
 def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="not valid YAML"):
         load_template_file(_write(tmp_path, "!!python/object/apply:os.system ['true']\n"))

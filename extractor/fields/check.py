@@ -20,6 +20,7 @@ from extractor.fields.charsets import (
     ideograph,
     plain_character,
 )
+from extractor.fields.codes import invoice_code_errors
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
@@ -223,12 +224,17 @@ VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
 )
 
 
+STRUCTURE_CHECKS: Mapping[str, Validator] = MappingProxyType({"invoice_code": invoice_code_errors})
+"""The checks a template names in a field's ``check``, after its kind's."""
+
+
 def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     """Normalise ``raw`` for ``spec``, then validate it (kind's validator, then ``spec.regex``).
 
     * empty (or whitespace) raw: ``value=None``, errors ``["empty"]`` if required, else none;
     * raw that cannot be normalised: ``value`` is the stripped raw text, errors the reason;
-    * otherwise ``value`` is the normalised value and errors every validation failure; a name
+    * otherwise ``value`` is the normalised value and errors every validation failure (the
+      kind's, ``spec.regex``'s, ``spec.check``'s); a name
       read on past its legal form with its own characters again (:func:`_own_again`: a seal's
       text), and faultless else, is given without them, in doubt; one read with traditional-only
       forms (:func:`_traditional`) in simplified, in doubt; a tax id read on with its seal's
@@ -261,6 +267,8 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
         return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
+    if spec.check is not None:
+        errors.extend(STRUCTURE_CHECKS[spec.check](value))
     if spec.kind is FieldKind.amount and not any(ch.isdigit() for ch in text):
         note = f"printed {text!r}: none (a sale exempt from tax, 免税)"  # normalize_tax's ***
     return FieldCheck(value, errors, note, left_out)

@@ -1,0 +1,33 @@
+"""The structure of a VAT invoice's code (发票代码), beyond its digits.
+
+A 12-digit code (普票 since 2018, electronic 普票 and 专票) reads 0, the region (4 digits), the
+year its forms were printed (2), the batch (3) and the kind of form (2); a 10-digit code (专票,
+普票 before 2018) starts with the region. The region is the tax bureau that issued the forms: a
+province's, autonomous region's or municipality's (its division code's first two digits and
+00: 3200 Jiangsu, 1100 Beijing) or one of the five cities separately listed in the state plan
+(计划单列市), which have their own. A code whose region is neither was misread.
+"""
+
+from __future__ import annotations
+
+from extractor.fields.taxid import PROVINCES
+
+SEPARATELY_LISTED_CITIES = frozenset({"2102", "3302", "3502", "3702", "4403"})
+"""计划单列市, whose tax bureaus issue their own codes: Dalian, Ningbo, Xiamen, Qingdao and
+Shenzhen."""
+
+
+def invoice_code_errors(code: str) -> list[str]:
+    """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: its region digits
+    name no tax bureau that issues invoices. Other lengths and characters are the regex's and
+    the kind's to tell, and give no error here."""
+    if not code.isdigit() or len(code) not in (10, 12):
+        return []
+    start = 0 if len(code) == 10 else 1
+    region = code[start : start + 4]
+    if region in SEPARATELY_LISTED_CITIES or (region[:2] in PROVINCES and region[2:] == "00"):
+        return []
+    return [
+        f"its region {region} (digits {start + 1}-{start + 4}) is no province's (00 after its"
+        " two digits) nor a separately listed city's: a digit misread"
+    ]
