@@ -36,6 +36,7 @@ FIELD_ORDER = (
     "kind",
     "allowlist",
     "regex",
+    "check",
     "decimals",
     "normalizer",
     "required",
