@@ -412,10 +412,15 @@ class Extractor:
         scores = None if template is not None else {n: a.score for n, (_, a) in alignments.items()}
         chosen, alignment = max(alignments.values(), key=lambda pair: pair[1].score)
         lines = None
+        if template is not None and alignment.score < SURE_FRAME_SCORE:
+            chosen, alignment, lines, scores = self._asked_or_another(
+                page, image, template, alignment, mode, timings
+            )
+            candidates = [chosen]
         sure = SURE_FRAME_SCORE if template is None else LABELS_OVER_FRAME
         if mode != "never" and alignment.score < sure:
             with _timed(timings, "fallback"):
-                lines = self._layer_lines(page) or self._page_lines(image, candidates)
+                lines = lines or self._layer_lines(page) or self._page_lines(image, candidates)
                 best = self._template_by_labels(lines, candidates)
             if best is not None:
                 chosen, alignment = alignments[best]
@@ -467,6 +472,48 @@ class Extractor:
         prepared = cut[0]
         prepared.template_scores, prepared.others = scores, cut[1:]
         return prepared
+
+    def _asked_or_another(
+        self,
+        page: Page,
+        image: np.ndarray,
+        asked: Template,
+        alignment: Alignment,
+        mode: FallbackMode,
+        timings: Timings,
+    ) -> tuple[Template, Alignment, list[TextLine] | None, dict[str, float] | None]:
+        """A page asked to be read as ``asked`` whose frame matches it unsurely (``alignment``,
+        under :data:`SURE_FRAME_SCORE`): the template whose form it is, when that is another
+        of the store's (a 数电票 sent as ``vat_invoice``: the national form's frame matches its
+        outline and rules at 0.85-0.88, and its boxes read the wrong lines), with the
+        alignment, the page's lines when they were read, and every template's score. Another
+        template is the page's when its frame matches better and surely, or better and the
+        page's printed labels tell it (:meth:`_template_by_labels`, the fallback on); else the
+        page is ``asked``'s, as read so far."""
+        with _timed(timings, "register"):
+            others = {t.name: (t, register(image, t)) for t in self.templates.all()}
+        others.pop(asked.name, None)
+        better = {n: pair for n, pair in others.items() if _better(pair[1], alignment)}
+        if not better:
+            return asked, alignment, None, None
+        other, found = max(better.values(), key=lambda pair: pair[1].score)
+        lines = None
+        if found.score < SURE_FRAME_SCORE:
+            if mode == "never":
+                return asked, alignment, None, None
+            rivals = [asked, *(t for t, _ in better.values())]
+            with _timed(timings, "fallback"):
+                lines = self._layer_lines(page) or self._page_lines(image, rivals)
+                by_labels = self._template_by_labels(lines, rivals)
+            if by_labels is None or by_labels == asked.name:
+                return asked, alignment, lines, None
+            other, found = better[by_labels]
+        scores = {asked.name: alignment.score} | {n: a.score for n, (_, a) in others.items()}
+        why = (
+            f"asked for {asked.name}, the page is a {other.name} form: its frame matches at "
+            f"{found.score:.2f}, {asked.name}'s at {alignment.score:.2f}"
+        )
+        return other, dataclasses.replace(found, reason=why), lines, scores
 
     def _template_by_labels(
         self, lines: list[TextLine], candidates: Sequence[Template]
@@ -1430,6 +1477,12 @@ def _bounds(quad: np.ndarray) -> list[float]:
         round(float(x1 - x0), 1),
         round(float(y1 - y0), 1),
     ]
+
+
+def _better(found: Alignment, asked: Alignment) -> bool:
+    """Whether another template's frame match ``found`` beats the asked template's: it matched,
+    and scores higher."""
+    return found.matched and found.homography is not None and found.score > asked.score
 
 
 def _conclude(

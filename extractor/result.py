@@ -62,7 +62,9 @@ class PageResult(BaseModel):
     fields: dict[str, FieldResult] = Field(default_factory=dict)
     qr: str | None = Field(default=None, description="The page's QR payload, when one was read.")
     template_scores: dict[str, float] | None = Field(
-        default=None, description="Every template's match score, when the template was 'auto'."
+        default=None,
+        description="Every template's match score, when the template was 'auto' or the page "
+        "was read as another template than the one asked for (its form's: see ``message``).",
     )
     timings_ms: Timings = Field(default_factory=Timings)
 
