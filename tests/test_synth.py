@@ -362,3 +362,23 @@ def test_only_an_e_invoice_is_printed_on_an_a4_sheet() -> None:
     doc = make_document(3, "clean", electronic=True, a4=True)
     h, w = doc.image.shape[:2]
     assert h > 1.3 * w and doc.truth["degradations"]["sheet"]["scale"] < 0.85
+
+
+def test_a_special_invoice_has_a_10_digit_code_and_no_check_code() -> None:
+    """A 增值税专用发票 on the paper form: a 10-digit code whose 8th digit is 1 or 5 (domain
+    notes), type 01 in the QR code, no check code (its machine number printed on that line)."""
+    from extractor.fields.codes import invoice_code_errors
+    from extractor.synth.content import as_special
+
+    region_year = slice(0, 6)
+    for seed in range(6):
+        ordinary = make_invoice(random.Random(seed))
+        special = as_special(ordinary)
+        assert special.title.endswith("增值税专用发票") and len(special.code) == 10
+        assert special.code[7] in "15" and not invoice_code_errors(special.code)
+        region_year_of_ordinary = slice(1, 7) if len(ordinary.code) == 12 else region_year
+        assert special.code[region_year] == ordinary.code[region_year_of_ordinary]
+        assert special.check_code == "" and special.qr_payload.startswith(f"01,01,{special.code},")
+        assert "check_code" not in special.fields() and "check_code" in ordinary.fields()
+    with pytest.raises(ValueError, match="special is the paper"):
+        make_document(3, "clean", special=True, electronic=True)

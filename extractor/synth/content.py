@@ -33,6 +33,7 @@ MIN_TOTAL = Decimal("10.00")
 MAX_TOTAL = Decimal("999999.99")
 QR_TYPE_ORDINARY = "04"  # 增值税普通发票 in the QR payload
 QR_TYPE_ELECTRONIC = "10"  # 增值税电子普通发票
+QR_TYPE_SPECIAL = "01"  # 增值税专用发票
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,7 +137,7 @@ class Invoice:
             "invoice_code": self.code,
             "invoice_number": self.number,
             "issue_date": self.issue_date.isoformat(),
-            "check_code": self.check_code,
+            **({"check_code": self.check_code} if self.check_code else {}),
             "buyer_name": self.buyer.name,
             "buyer_tax_id": self.buyer.tax_id,
             "amount": money(self.amount),
@@ -434,6 +435,17 @@ def as_electronic(inv: Invoice) -> Invoice:
     region_year = inv.code[1:7] if len(inv.code) == 12 else inv.code[:6]
     code = f"0{region_year}{inv.code[-5:-2]}11"
     return replace(inv, title=title, code=code, qr_type=QR_TYPE_ELECTRONIC)
+
+
+def as_special(inv: Invoice) -> Invoice:
+    """``inv`` issued as a 增值税专用发票 on the national paper form: its title, a 10-digit code
+    (region, year, batch, then 1 or 5 for a 专票: domain notes), type 01 in the QR code, and no
+    check code (the form prints its machine number, 机器编号, on that line instead)."""
+    title = inv.title.replace("增值税普通发票", "增值税专用发票")
+    region_year = inv.code[1:7] if len(inv.code) == 12 else inv.code[:6]
+    kind = "15"[int(inv.number[-1]) % 2]
+    code = f"{region_year}{int(inv.number[-2]) % 4 + 1}{kind}{inv.number[-4:-2]}"
+    return replace(inv, title=title, code=code, check_code="", qr_type=QR_TYPE_SPECIAL)
 
 
 def printed_tax(inv: Issued) -> str:

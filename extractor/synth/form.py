@@ -69,9 +69,12 @@ def draw_form(
     title: str = DEFAULT_TITLE,
     copy_label: str = "发票联",
     electronic: bool = False,
+    check_label: str = "校验码",
 ) -> None:
     """Draw the preprinted form's ink (ruling and labels) onto ``layer``; ``electronic``: the
-    增值税电子普通发票's (its top band's labels stacked at the right, no copy label)."""
+    增值税电子普通发票's (its top band's labels stacked at the right, no copy label);
+    ``check_label``: the label under the QR code (a 专票's form prints 机器编号 there: it
+    carries no check code)."""
     thick, thin = L.THICK, L.THIN
     # Ruling.
     layer.box(L.FRAME_X0, L.FRAME_Y0, L.FRAME_X1, L.FRAME_Y1, thick)
@@ -156,7 +159,12 @@ def draw_form(
         spacing=0.3,
     )
     layer.text(
-        L.CHECK_LABEL_X0 + 0.5, (L.CHECK_Y0 + L.CHECK_Y1) / 2, "校验码", 3.0, cjk="kai", spacing=0.2
+        L.CHECK_LABEL_X0 + 0.5,
+        (L.CHECK_Y0 + L.CHECK_Y1) / 2,
+        check_label,
+        3.0,
+        cjk="kai",
+        spacing=0.2,
     )
     layer.text(
         L.TITLE_CX,

@@ -25,6 +25,7 @@ from extractor.synth.content import (
     Party,
     as_electronic,
     as_red_letter,
+    as_special,
     as_tax_exempt,
     make_invoice,
     party,
@@ -101,6 +102,7 @@ def make_document(
     electronic: bool = False,
     a4: bool = False,
     data_ink: tuple[int, int, int] | None = None,
+    special: bool = False,
 ) -> Document:
     """An invoice page scanned at ``level``; ``dpi`` overrides the seed's choice. A mixed level
     (``geometry``) draws everything as the level it mixes (``heavy``): same print, same geometry.
@@ -113,12 +115,16 @@ def make_document(
     at ``level``: :func:`~extractor.synth.content.as_electronic`); ``a4``: that PDF printed at
     the top of an A4 sheet, the sheet scanned or photographed whole
     (:func:`~extractor.synth.sheet.on_a4`). ``data_ink``: the data printed in that ink (BGR)
-    by a dot-matrix head, as the copies of a multi-part form show it (blue, violet)."""
+    by a dot-matrix head, as the copies of a multi-part form show it (blue, violet).
+    ``special``: the seed's invoice as a 增值税专用发票 on the paper form (a 10-digit code, no
+    check code: :func:`~extractor.synth.content.as_special`)."""
     _check_template(template)
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r} (one of {', '.join(LEVELS)})")
     if a4 and not electronic:
         raise ValueError("a4 needs electronic: the paper form is printed on its own paper")
+    if special and electronic:
+        raise ValueError("special is the paper 专票: the electronic form is the 普票's")
     draws, _ = MIXED_LEVELS.get(level, (level, level))
     dpi = dpi if dpi is not None else dpi_for(seed, draws)
     inv = make_invoice(random.Random(seed))
@@ -126,6 +132,8 @@ def make_document(
         inv = replace(inv, buyer=parties[0], seller=parties[1])
     if electronic:
         inv = as_electronic(inv)
+    if special:
+        inv = as_special(inv)
     if tax_exempt:
         inv = as_tax_exempt(inv)
     if red_letter:

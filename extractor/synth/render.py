@@ -195,9 +195,16 @@ def _print_top_band(p: DataPrinter, inv: Invoice) -> None:
     )
     p.text(L.REPEAT_X, 10.0, inv.code, 2.6)
     p.text(L.REPEAT_X, 14.0, inv.number, 2.6)
-    p.text(
-        L.CHECK_X0 + 2.0, (L.CHECK_Y0 + L.CHECK_Y1) / 2, inv.check_code_text, 3.8, name="check_code"
-    )
+    if inv.check_code:
+        p.text(
+            L.CHECK_X0 + 2.0,
+            (L.CHECK_Y0 + L.CHECK_Y1) / 2,
+            inv.check_code_text,
+            3.8,
+            name="check_code",
+        )
+    else:  # a 专票: its machine number on that line (its label 机器编号 is the form's)
+        p.text(L.CHECK_X0 + 2.0, (L.CHECK_Y0 + L.CHECK_Y1) / 2, inv.machine_no, 3.8)
     p.text(L.DATE_X0 + 2.0, (L.DATE_Y0 + L.DATE_Y1) / 2, inv.date_text, 3.6, name="issue_date")
 
 
@@ -358,7 +365,8 @@ def render_invoice(
         printer, dx, dy = "laser", 0.0, 0.0
 
     form = Layer(L.PAGE_W, L.PAGE_H, dpi)
-    draw_form(form, title=inv.title, electronic=electronic)
+    check_label = "校验码" if inv.check_code else "机器编号"
+    draw_form(form, title=inv.title, electronic=electronic, check_label=check_label)
 
     monitor = Layer(L.PAGE_W, L.PAGE_H, dpi)
     printed_year = 2000 + int(inv.code[5:7] if len(inv.code) == 12 else inv.code[4:6])
