@@ -56,6 +56,7 @@ def cross_check(
 ) -> None:
     """The page's fields checked against each other, the QR code (``qr``, its payload) and the
     party registry: doubts settled or confirmed, slips mended, what disagrees flagged."""
+    _leave_out_what_the_form_lacks(template, fields)
     stated = qr_values(template, qr) if qr else {}
     _settle_by_qr(template, stated, fields)
     _mend_amounts(template, fields, stated)
@@ -67,6 +68,31 @@ def cross_check(
     _cross_check_qr(stated, fields)
     if parties is not None:
         check_parties(template, parties, fields)
+
+
+def _leave_out_what_the_form_lacks(template: Template, fields: dict[str, FieldResult]) -> None:
+    """A field the form does not print where another's value says which form it is
+    (``absent_when``: a 专票 carries no check code, and prints its machine number on that line)
+    is absent: a reading of its box that fails its checks is left out, ``raw`` and the note
+    saying what was read. A reading that passes them is kept."""
+    for spec in template.fields:
+        field = fields.get(spec.name)
+        if not spec.absent_when or field is None or field.value is None or passes(field):
+            continue
+        for name, pattern in spec.absent_when.items():
+            other = fields.get(name)
+            if other is None or not passes(other) or not re.fullmatch(pattern, other.value or ""):
+                continue
+            fields[spec.name] = field.model_copy(
+                update={
+                    "value": None,
+                    "valid": True,
+                    "errors": [],
+                    "note": f"not printed where {name} reads {other.value}: {field.raw!r}, read "
+                    "in its box, left out",
+                }
+            )
+            break
 
 
 def _settle_by_qr(

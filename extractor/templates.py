@@ -64,6 +64,13 @@ class Box(_Strict):
         return [self.x, self.y, self.w, self.h]
 
 
+def _compiles(pattern: str, what: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"{what} does not compile: {exc}") from exc
+
+
 class FieldSpec(_Strict):
     name: Annotated[str, Field(pattern=_NAME_RE.pattern)]
     box: Box
@@ -95,6 +102,14 @@ class FieldSpec(_Strict):
         "region a VAT invoice's code starts with names a province or a separately listed city "
         "(:mod:`extractor.fields.codes`).",
     )
+    absent_when: dict[str, str] | None = Field(
+        default=None,
+        description="Other fields and a regex each: where one's value (passing its checks) "
+        "matches, the form does not print this field (a 专票, whose code's 8th digit is 1 or 5, "
+        "carries no check code), and a reading of its box that fails its checks (the 专票's "
+        "machine number, printed on that line) is left out: the field is absent, with a note. "
+        "Only for a field not required.",
+    )
     starts_with: str | None = Field(
         default=None,
         description="Another field whose print starts as far into its box as this one's does "
@@ -107,10 +122,14 @@ class FieldSpec(_Strict):
     @classmethod
     def _regex_compiles(cls, value: str | None) -> str | None:
         if value is not None:
-            try:
-                re.compile(value)
-            except re.error as exc:
-                raise ValueError(f"regex does not compile: {exc}") from exc
+            _compiles(value, "regex")
+        return value
+
+    @field_validator("absent_when")
+    @classmethod
+    def _absent_when_compiles(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        for pattern in (value or {}).values():
+            _compiles(pattern, "absent_when's regex")
         return value
 
     @model_validator(mode="after")
@@ -119,6 +138,8 @@ class FieldSpec(_Strict):
             raise ValueError(f"decimals applies to amounts, not to a field of kind {self.kind}")
         if self.starts_with is not None and self.kind is not FieldKind.name:
             raise ValueError(f"starts_with applies to names, not to a field of kind {self.kind}")
+        if self.absent_when and self.required:
+            raise ValueError("absent_when applies to a field not required (required: false)")
         return self
 
     def again(self) -> FieldSpec | None:
@@ -229,6 +250,8 @@ class Template(_Strict):
         for f in self.fields:
             if f.starts_with is not None and f.starts_with not in known - {f.name}:
                 raise ValueError(f"field {f.name!r}: starts_with names no other field")
+            if any(name not in known - {f.name} for name in f.absent_when or {}):
+                raise ValueError(f"field {f.name!r}: absent_when names no other field")
         kinds = {f.name: f.kind for f in self.fields}
         for party in self.parties:
             for name, kind in ((party.name, FieldKind.name), (party.tax_id, FieldKind.tax_id)):

@@ -333,6 +333,58 @@ def test_a_page_asked_for_as_another_form_is_read_as_its_own(
     assert {k: f.value for k, f in page.fields.items()} == expected
 
 
+def test_a_special_invoice_has_no_check_code(extractor: Extractor) -> None:
+    """A 增值税专用发票 on the national paper form carries no check code: its machine number
+    (12 digits) is printed on that line, and was read as a check code that failed its checks,
+    sending every 专票 to review. Its code (10 digits, the 8th 1 or 5) says it is a 专票: what
+    the box read is left out, and the page reads ok, every field right."""
+    for seed, level in ((20279000, "medium"), (20279001, "geometry")):
+        document = make_document(seed, level, special=True)
+        (page,) = extractor.extract(document.jpeg, "vat_invoice").pages
+        expected = document.truth["pages"][0]["fields"]
+        assert {k: f.value for k, f in page.fields.items() if k != "check_code"} == expected
+        check = page.fields["check_code"]
+        machine = document.truth["pages"][0]["extra"]["machine_no"]
+        assert check.value is None and check.valid and check.raw.replace(" ", "") == machine
+        assert check.note and check.note.startswith(
+            f"not printed where invoice_code reads {expected['invoice_code']}"
+        )
+        assert page.status == "ok"
+
+
+def test_what_a_form_lacks_is_left_out_only_where_its_code_says_so() -> None:
+    from extractor.cross_check import _leave_out_what_the_form_lacks
+
+    vat = TemplateStore().get("vat_invoice")
+
+    def read(value: str, errors: list[str] | None = None) -> FieldResult:
+        return FieldResult(
+            value=value, raw=value, confidence=0.97, valid=not errors, errors=errors or []
+        )
+
+    machine = read("658781707175", [r"does not match ^\d{20}$"])
+    for code, left_out in (
+        ("4200191556", True),  # a 专票's: 8th digit 5
+        ("3200172130", True),  # 1
+        ("1100153320", False),  # a 10-digit 普票's: 3
+        ("044001900111", False),  # a 12-digit code: an e-invoice (普票)
+    ):
+        fields = {"invoice_code": read(code), "check_code": machine.model_copy(deep=True)}
+        _leave_out_what_the_form_lacks(vat, fields)
+        assert (fields["check_code"].value is None) is left_out
+        assert fields["check_code"].valid is left_out
+    # a check code read whole is kept; a code that fails its checks says nothing
+    whole = read("12345678901234567890")
+    fields = {"invoice_code": read("4200191556"), "check_code": whole}
+    _leave_out_what_the_form_lacks(vat, fields)
+    assert fields["check_code"] is whole
+    fields = {"invoice_code": read("4200191556", ["low recognition confidence 0.4"])}
+    fields["invoice_code"].errors = ["does not match"]
+    fields["check_code"] = machine.model_copy(deep=True)
+    _leave_out_what_the_form_lacks(vat, fields)
+    assert fields["check_code"].value == "658781707175" and not fields["check_code"].valid
+
+
 def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
     result = extractor.extract(FIXTURES / "multipage/vat_invoice_0045.pdf", "auto")
     invoice, note = result.pages

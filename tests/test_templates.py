@@ -80,6 +80,21 @@ def test_a_structure_check_must_be_known(tmp_path: Path) -> None:
         load_template_file(_write(tmp_path, BASE + field % "iban"))
 
 
+def test_absent_when_names_another_field_for_a_field_not_required(tmp_path: Path) -> None:
+    other = "  - {name: b, box: [1, 8, 30, 4], kind: code}\n"
+    field = "  - {name: a, box: [1, 2, 30, 4], kind: code, required: %s, absent_when: {%s: '%s'}}\n"
+    good = load_template_file(_write(tmp_path, BASE + field % ("false", "b", "1") + other))
+    assert good.field("a").absent_when == {"b": "1"}
+    for required, name, pattern, problem in (
+        ("true", "b", "1", "absent_when applies to a field not required"),
+        ("false", "c", "1", "absent_when names no other field"),
+        ("false", "a", "1", "absent_when names no other field"),
+        ("false", "b", "(", "absent_when's regex does not compile"),
+    ):
+        with pytest.raises(TemplateError, match=problem):
+            load_template_file(_write(tmp_path, BASE + field % (required, name, pattern) + other))
+
+
 def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="not valid YAML"):
         load_template_file(_write(tmp_path, "!!python/object/apply:os.system ['true']\n"))
