@@ -40,6 +40,7 @@ FIELD_ORDER = (
     "decimals",
     "normalizer",
     "required",
+    "absent_when",
     "starts_with",
 )
 
