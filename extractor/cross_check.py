@@ -28,6 +28,7 @@ from extractor.fields import (
     rule_fields,
     unconfirmed,
 )
+from extractor.fields.codes import printed_year
 from extractor.parties import Parties, name_key, same_name
 from extractor.qr import qr_values
 from extractor.result import FieldResult
@@ -64,6 +65,7 @@ def cross_check(
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
     _flag_dates_read_as_codes(template, fields)
+    _flag_a_date_before_its_form(template, fields)
     _flag_one_tax_id_for_two_parties(template, fields)
     _cross_check_qr(stated, fields)
     if parties is not None:
@@ -466,6 +468,31 @@ def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]
         for date, digits in dates.items():
             if field.value == digits and field.source != "qr":
                 flag(field, f"reads as {date}'s digits: its crop may hold the date")
+
+
+FORM_AHEAD_YEARS = 1
+"""How many years an invoice code's printed year may run ahead of the issue date: forms are
+printed for a year and issued in it or later; one year's slack for a batch printed ahead."""
+
+
+def _flag_a_date_before_its_form(template: Template, fields: dict[str, FieldResult]) -> None:
+    """An invoice code names the year its form was printed (:func:`printed_year`): an issue
+    date more than :data:`FORM_AHEAD_YEARS` before that was misread, or the code was (a 专票
+    of 3400181196, printed in 2018, read issued 2010-06-18). Both readings pass their own
+    checks; each read from print is flagged (the QR code's values are left alone)."""
+    codes = [spec.name for spec in template.fields if spec.check == "invoice_code"]
+    dates = [spec.name for spec in template.fields if spec.kind is FieldKind.date]
+    for code_name, date_name in product(codes, dates):
+        code, date = fields.get(code_name), fields.get(date_name)
+        if code is None or date is None or not (passes(code) and passes(date)):
+            continue
+        printed, issued = printed_year(code.value or ""), (date.value or "")[:4]
+        if printed is None or not issued.isdigit() or printed <= int(issued) + FORM_AHEAD_YEARS:
+            continue
+        why = f"{code_name} {code.value} names forms printed in {printed}, {date_name} {issued}"
+        for field in (code, date):
+            if field.source != "qr":
+                flag(field, why)
 
 
 def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, FieldResult]) -> None:

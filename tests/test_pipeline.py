@@ -385,6 +385,42 @@ def test_what_a_form_lacks_is_left_out_only_where_its_code_says_so() -> None:
     assert fields["check_code"].value == "658781707175" and not fields["check_code"].valid
 
 
+def test_an_issue_date_before_its_form_was_printed_is_flagged(extractor: Extractor) -> None:
+    """A 专票 of code 3400181196 (forms printed in 2018) read issued 2010-06-18 (its 8 read 0,
+    blurred: fresh heavy 20279017): both pass their own checks, and one of them is wrong; both
+    are flagged, the code's year and the date's named."""
+    document = make_document(20279017, "heavy", special=True)
+    (page,) = extractor.extract(document.jpeg, "vat_invoice").pages
+    code, date = page.fields["invoice_code"], page.fields["issue_date"]
+    assert (code.value, date.value) == ("3400181196", "2010-06-18")
+    why = "invoice_code 3400181196 names forms printed in 2018, issue_date 2010"
+    assert not code.valid and not date.valid and code.errors == date.errors == [why]
+
+
+def test_a_form_printed_ahead_by_a_year_or_issued_later_passes() -> None:
+    from extractor.cross_check import _flag_a_date_before_its_form
+
+    vat = TemplateStore().get("vat_invoice")
+    for code, issued, flagged in (
+        ("044001900111", "2019-03-01", False),  # printed and issued in 2019
+        ("044001900111", "2023-03-01", False),  # old stock, issued years later
+        ("044002000111", "2019-12-30", False),  # a batch printed ahead for 2020
+        ("044002100111", "2019-12-30", True),
+        ("3400181196", "2010-06-18", True),  # a 10-digit code's year: its 5th and 6th digits
+    ):
+        fields = {
+            "invoice_code": FieldResult(value=code, raw=code, confidence=1.0, valid=True),
+            "issue_date": FieldResult(value=issued, raw=issued, confidence=1.0, valid=True),
+        }
+        _flag_a_date_before_its_form(vat, fields)
+        assert [f.valid for f in fields.values()] == [not flagged] * 2
+    qr = FieldResult(value="2010-06-18", raw="", confidence=1.0, valid=True, source="qr")
+    fields = {"invoice_code": FieldResult(value="3400181196", raw="", confidence=1.0, valid=True)}
+    fields["issue_date"] = qr
+    _flag_a_date_before_its_form(vat, fields)
+    assert qr.valid and not fields["invoice_code"].valid  # the QR code's date stands
+
+
 def test_auto_picks_the_template_per_page(extractor: Extractor) -> None:
     result = extractor.extract(FIXTURES / "multipage/vat_invoice_0045.pdf", "auto")
     invoice, note = result.pages

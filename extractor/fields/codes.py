@@ -17,6 +17,16 @@ SEPARATELY_LISTED_CITIES = frozenset({"2102", "3302", "3502", "3702", "4403"})
 Shenzhen."""
 
 
+def printed_year(code: str) -> int | None:
+    """The year a VAT invoice code's forms were printed (its digits after the region), or None
+    for what is no such code (not 10 or 12 digits)."""
+    if not code.isdigit() or len(code) not in (10, 12):
+        return None
+    start = 4 if len(code) == 10 else 5
+    yy = int(code[start : start + 2])
+    return (2000 if yy <= 50 else 1900) + yy
+
+
 def invoice_code_errors(code: str) -> list[str]:
     """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: its region digits
     name no tax bureau that issues invoices. Other lengths and characters are the regex's and
