@@ -195,16 +195,9 @@ def _print_top_band(p: DataPrinter, inv: Invoice) -> None:
     )
     p.text(L.REPEAT_X, 10.0, inv.code, 2.6)
     p.text(L.REPEAT_X, 14.0, inv.number, 2.6)
-    if inv.check_code:
-        p.text(
-            L.CHECK_X0 + 2.0,
-            (L.CHECK_Y0 + L.CHECK_Y1) / 2,
-            inv.check_code_text,
-            3.8,
-            name="check_code",
-        )
-    else:  # a 专票: its machine number on that line (its label 机器编号 is the form's)
-        p.text(L.CHECK_X0 + 2.0, (L.CHECK_Y0 + L.CHECK_Y1) / 2, inv.machine_no, 3.8)
+    # a 专票 has no check code: its machine number on that line (its label 机器编号 the form's)
+    line, name = (inv.check_code_text, "check_code") if inv.check_code else (inv.machine_no, None)
+    p.text(L.CHECK_X0 + 2.0, (L.CHECK_Y0 + L.CHECK_Y1) / 2, line, 3.8, name=name)
     p.text(L.DATE_X0 + 2.0, (L.DATE_Y0 + L.DATE_Y1) / 2, inv.date_text, 3.6, name="issue_date")
 
 
