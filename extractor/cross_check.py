@@ -41,6 +41,12 @@ sure. On the fixtures and 104 fresh pages the terms of every such mend (all righ
 0.88 or more; on blurred photos of A4 sheets an e-invoice or a 数电票 was printed on, two wrong
 mends leant on a tax read at 0.64 and 0.72 (7 read 5 in the amount and the total alike, 0 read
 8)."""
+WORDS_SLIPS = 2
+"""An amount in words read up to this many characters off (changed, added or lost) the words
+of an amount a holding rule vouches for is that amount's words misread (one in five for
+shorter words, one at least): the words spell an amount's every digit with its unit, so a
+reading that close is of those words (叁拾捌万叁仟壹佰拾元叁角壹分, 柒 and 捌 lost, for
+383178.31)."""
 PARTY_NAME_SLIPS = 2
 """A name read up to this many characters off (changed, added or lost) the name the party
 registry gives its valid tax id takes the registered name (one in five for shorter names); one
@@ -368,10 +374,11 @@ def _describe(rule: SumRule | SameRule) -> str:
 
 
 def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
-    """An amount in words whose reading failed, one character off the words of the amount it
-    states ('叁万伍仟玖佰壹拾陆元角肆分', the 柒 before 角 lost to blur), takes that amount's value
-    when another rule that holds vouches for the amount (amount + tax = total); the note says
-    so. Names of the words' fields come from the template (kind ``amount_words``)."""
+    """An amount in words whose reading failed, a character or two off the words of the amount
+    it states ('叁万伍仟玖佰壹拾陆元角肆分', the 柒 before 角 lost to blur; :data:`WORDS_SLIPS`),
+    takes that amount's value when another rule that holds vouches for the amount (amount + tax
+    = total); the note says so. Names of the words' fields come from the template (kind
+    ``amount_words``)."""
     failed = [  # (a doubtful reading of the right value is confirmed later, not mended)
         name
         for name, field in fields.items()
@@ -396,10 +403,13 @@ def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
                 )
                 if vouching is None:
                     continue
-                if _one_edit(_plain_words(field.raw), _plain_words(amount_to_words(value))):
+                words = _plain_words(amount_to_words(value))
+                slips = _slips(_plain_words(field.raw), words)
+                if slips <= max(1, min(WORDS_SLIPS, len(words) // 5)):
                     field.value, field.errors, field.valid = value, [], True
+                    corrected = "one character" if slips == 1 else f"{slips} characters"
                     field.note = (
-                        f"one character corrected from {_describe(rule)} "
+                        f"{corrected} corrected from {_describe(rule)} "
                         f"({other} vouched for by {_describe(vouching)})"
                     )
                     break

@@ -732,11 +732,17 @@ def test_no_amount_is_corrected_from_a_term_read_unsure() -> None:
 def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> None:
     """geometry/vat_invoice_0053 read ⊗叁万伍仟玖佰壹拾陆元柒角肆分 without its 柒: one character
     off the words of a total that amount + tax vouch for, so the words take the total; two
-    characters off, or a total nothing else vouches for, and the words stay flagged."""
+    characters off words of 10 or more too (fresh geometry 20277004 read 叁拾捌万叁仟壹佰拾元
+    叁角壹分 for 383178.31); three, or two off shorter words, or a total nothing else vouches
+    for, and the words stay flagged."""
     from extractor.cross_check import _mend_words
 
     template = TemplateStore().get("vat_invoice")
-    for raw, mended in (("叁万伍仟玖佰壹拾陆元角肆分", True), ("叁万伍仟玖佰拾陆元角肆分", False)):
+    for raw, mended in (
+        ("叁万伍仟玖佰壹拾陆元角肆分", True),
+        ("叁万伍仟玖佰拾陆元角肆分", True),
+        ("叁万伍仟玖佰拾元角肆分", False),
+    ):
         fields = _amounts(
             amount=("32951.14", []), tax=("2965.60", []), total_in_words=(None, ["cannot read"])
         )
@@ -759,6 +765,10 @@ def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> 
         "one character corrected from total_in_words = total (total vouched for by amount + tax "
         "= total)"
     )
+    fields = _amounts(total_in_words=(None, ["cannot read"]))
+    fields["total_in_words"].raw = "⊗伍仟佰圆"  # 壹 and 整 lost from six characters: left flagged
+    _mend_words(template, fields)
+    assert fields["total_in_words"].value is None and not fields["total_in_words"].valid
 
 
 def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_box() -> None:
