@@ -27,6 +27,8 @@ class LabelInfo:
     """The names are successive values on the label's row (合计: amount, tax), not occurrences."""
     exact: bool = False
     """Short labels (No, Date): only the whole line, or the label before a value of digits."""
+    check: str | None = None
+    """The structure check the field gets (:attr:`~extractor.templates.FieldSpec.check`)."""
 
 
 _CODE = FieldKind.code
@@ -39,7 +41,9 @@ _WORDS = FieldKind.amount_words
 
 KNOWN_LABELS: dict[str, LabelInfo] = {
     # national VAT invoice (增值税发票) and the fully digital one (全电发票)
-    "发票代码": LabelInfo(("invoice_code",), _CODE, "digits", r"^(\d{10}|\d{12})$"),
+    "发票代码": LabelInfo(
+        ("invoice_code",), _CODE, "digits", r"^(\d{10}|\d{12})$", check="invoice_code"
+    ),
     "发票号码": LabelInfo(("invoice_number",), _CODE, "digits"),
     "no": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
     "no.": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),

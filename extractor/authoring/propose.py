@@ -67,6 +67,7 @@ class Proposal:
     where: str
     """How the value was found: 'on the label's line', 'right of the label', 'below the label'."""
     confidence: float
+    check: str | None = None
 
     def as_field(self) -> dict[str, object]:
         data: dict[str, object] = {"name": self.name}
@@ -80,6 +81,8 @@ class Proposal:
             data["allowlist"] = self.allowlist
         if self.regex:
             data["regex"] = self.regex
+        if self.check:
+            data["check"] = self.check
         if self.decimals is not None:
             data["decimals"] = self.decimals
         return data
@@ -379,6 +382,7 @@ def propose_fields(image: np.ndarray, lines: list[TextLine], px_per_mm: float) -
                     sample=value.text,
                     where=where,
                     confidence=round(value.score, 3),
+                    check=info.check if allowlist == info.allowlist else None,
                 )
             )
     _separate(proposals)
