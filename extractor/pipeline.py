@@ -485,14 +485,14 @@ class Extractor:
         """A page asked to be read as ``asked`` whose frame matches it unsurely (``alignment``,
         under :data:`SURE_FRAME_SCORE`): the template whose form it is, when that is another
         of the store's (a 数电票 sent as ``vat_invoice``: the national form's frame matches its
-        outline and rules at 0.85-0.88, and its boxes read the wrong lines), with the
+        outline and rules at 0.65-0.88, and its boxes read the wrong lines), with the
         alignment, the page's lines when they were read, and every template's score. Another
         template is the page's when its frame matches better and surely, or better and the
         page's printed labels tell it (:meth:`_template_by_labels`, the fallback on); else the
         page is ``asked``'s, as read so far."""
+        rest = [t for t in self.templates.all() if t.name != asked.name]
         with _timed(timings, "register"):
-            others = {t.name: (t, register(image, t)) for t in self.templates.all()}
-        others.pop(asked.name, None)
+            others = {t.name: (t, register(image, t)) for t in rest}
         better = {n: pair for n, pair in others.items() if _better(pair[1], alignment)}
         if not better:
             return asked, alignment, None, None
