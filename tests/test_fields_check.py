@@ -103,6 +103,21 @@ def test_invoice_code_whose_region_no_bureau_issues_fails(
     assert check_value(vat.field("invoice_number"), code[-8:]).errors == []
 
 
+@pytest.mark.parametrize("kind", ["04", "05", "06", "07", "11", "12", "13"])
+def test_a_12_digit_code_ends_in_a_kind_of_vat_invoice(vat: Template, kind: str) -> None:
+    assert check_value(vat.field("invoice_code"), f"0370219002{kind}").errors == []
+
+
+def test_a_12_digit_code_ending_in_no_kind_fails(vat: Template) -> None:
+    """037021900204 read 037021900284 (blue dot-matrix ink, heavy 20278006): 84 ends no VAT
+    invoice's code; a 10-digit code's last two say nothing (its kind is its 8th digit)."""
+    (error,) = check_value(vat.field("invoice_code"), "037021900284").errors
+    assert error.startswith("its kind 84 (digits 11-12) is none a VAT invoice's")
+    assert check_value(vat.field("invoice_code"), "3700193184").errors == []
+    both = check_value(vat.field("invoice_code"), "037621900284").errors
+    assert [e.split(" (")[0] for e in both] == ["its region 3762", "its kind 84"]
+
+
 def test_normalisation_failure_returns_the_stripped_raw(vat: Template) -> None:
     assert check_value(vat.field("issue_date"), " 2024年02月30日 ") == FieldCheck(
         "2024年02月30日", ["2024-02-30 is not a calendar date"]

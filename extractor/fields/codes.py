@@ -5,7 +5,8 @@ year its forms were printed (2), the batch (3) and the kind of form (2); a 10-di
 普票 before 2018) starts with the region. The region is the tax bureau that issued the forms: a
 province's, autonomous region's or municipality's (its division code's first two digits and
 00: 3200 Jiangsu, 1100 Beijing) or one of the five cities separately listed in the state plan
-(计划单列市), which have their own. A code whose region is neither was misread.
+(计划单列市), which have their own. A code whose region is neither was misread, as is a
+12-digit code whose last two digits name no kind of VAT invoice.
 """
 
 from __future__ import annotations
@@ -15,6 +16,11 @@ from extractor.fields.taxid import PROVINCES
 SEPARATELY_LISTED_CITIES = frozenset({"2102", "3302", "3502", "3702", "4403"})
 """计划单列市, whose tax bureaus issue their own codes: Dalian, Ningbo, Xiamen, Qingdao and
 Shenzhen."""
+
+
+KINDS_OF_12_DIGITS = frozenset({"04", "05", "06", "07", "11", "12", "13"})
+"""How a 12-digit VAT invoice code ends: 04 and 05 the paper 普票 (two and five copies), 06 and
+07 its rolls, 11 the electronic 普票, 12 its toll-road kind, 13 the electronic 专票."""
 
 
 def printed_year(code: str) -> int | None:
@@ -29,15 +35,24 @@ def printed_year(code: str) -> int | None:
 
 def invoice_code_errors(code: str) -> list[str]:
     """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: its region digits
-    name no tax bureau that issues invoices. Other lengths and characters are the regex's and
-    the kind's to tell, and give no error here."""
+    name no tax bureau that issues invoices, or a 12-digit code's last two no kind of invoice
+    (:data:`KINDS_OF_12_DIGITS`). Other lengths and characters are the regex's and the kind's
+    to tell, and give no error here."""
     if not code.isdigit() or len(code) not in (10, 12):
         return []
     start = 0 if len(code) == 10 else 1
     region = code[start : start + 4]
-    if region in SEPARATELY_LISTED_CITIES or (region[:2] in PROVINCES and region[2:] == "00"):
-        return []
-    return [
-        f"its region {region} (digits {start + 1}-{start + 4}) is no province's (00 after its"
-        " two digits) nor a separately listed city's: a digit misread"
-    ]
+    errors = []
+    bureau = region in SEPARATELY_LISTED_CITIES or (region[:2] in PROVINCES and region[2:] == "00")
+    if not bureau:
+        errors.append(
+            f"its region {region} (digits {start + 1}-{start + 4}) is no province's (00 after its"
+            " two digits) nor a separately listed city's: a digit misread"
+        )
+    if len(code) == 12 and code[10:] not in KINDS_OF_12_DIGITS:
+        kinds = ", ".join(sorted(KINDS_OF_12_DIGITS))
+        errors.append(
+            f"its kind {code[10:]} (digits 11-12) is none a VAT invoice's ({kinds}): a digit"
+            " misread"
+        )
+    return errors
