@@ -99,8 +99,9 @@ class FieldSpec(_Strict):
     check: Literal["invoice_code"] | None = Field(
         default=None,
         description="A check of the value's structure after its kind's: ``invoice_code``, the "
-        "region a VAT invoice's code starts with names a province or a separately listed city "
-        "(:mod:`extractor.fields.codes`).",
+        "region a VAT invoice's code starts with names a province or a separately listed city, "
+        "and a 12-digit code ends in a kind of VAT invoice (:mod:`extractor.fields.codes`); "
+        "the year its forms were printed is checked against the issue date too.",
     )
     absent_when: dict[str, str] | None = Field(
         default=None,
