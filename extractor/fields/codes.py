@@ -23,13 +23,21 @@ KINDS_OF_12_DIGITS = frozenset({"04", "05", "06", "07", "11", "12", "13"})
 07 its rolls, 11 the electronic 普票, 12 its toll-road kind, 13 the electronic 专票."""
 
 
-def printed_year(code: str) -> int | None:
-    """The year a VAT invoice code's forms were printed (its digits after the region), or None
-    for what is no such code (not 10 or 12 digits)."""
+def _region_at(code: str) -> int | None:
+    """Where a VAT invoice code's 4 region digits start (a 12-digit code's after its 0), or
+    None for what is no such code (not 10 or 12 digits)."""
     if not code.isdigit() or len(code) not in (10, 12):
         return None
-    start = 4 if len(code) == 10 else 5
-    yy = int(code[start : start + 2])
+    return 0 if len(code) == 10 else 1
+
+
+def printed_year(code: str) -> int | None:
+    """The year a VAT invoice code's forms were printed (its 2 digits after the region), or None
+    for what is no such code (not 10 or 12 digits)."""
+    start = _region_at(code)
+    if start is None:
+        return None
+    yy = int(code[start + 4 : start + 6])
     return (2000 if yy <= 50 else 1900) + yy
 
 
@@ -38,9 +46,9 @@ def invoice_code_errors(code: str) -> list[str]:
     name no tax bureau that issues invoices, or a 12-digit code's last two no kind of invoice
     (:data:`KINDS_OF_12_DIGITS`). Other lengths and characters are the regex's and the kind's
     to tell, and give no error here."""
-    if not code.isdigit() or len(code) not in (10, 12):
+    start = _region_at(code)
+    if start is None:
         return []
-    start = 0 if len(code) == 10 else 1
     region = code[start : start + 4]
     errors = []
     bureau = region in SEPARATELY_LISTED_CITIES or (region[:2] in PROVINCES and region[2:] == "00")

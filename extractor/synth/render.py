@@ -15,6 +15,7 @@ import cv2
 import numpy as np
 import segno
 
+from extractor.fields.codes import printed_year
 from extractor.synth import layout as L
 from extractor.synth.content import Invoice, printed_tax
 from extractor.synth.form import FORM_INKS, PERFORATION, draw_form, hole_layer, perforation_layer
@@ -362,11 +363,10 @@ def render_invoice(
     draw_form(form, title=inv.title, electronic=electronic, check_label=check_label)
 
     monitor = Layer(L.PAGE_W, L.PAGE_H, dpi)
-    printed_year = 2000 + int(inv.code[5:7] if len(inv.code) == 12 else inv.code[4:6])
     region = inv.region
     bureau = (
         [("国家税务总局", 2.5, "mono"), (region.bureau, 2.5, "mono")]
-        if printed_year >= 2018
+        if (printed_year(inv.code) or 0) >= 2018
         else [(region.bureau.replace("税务局", "国家税务局"), 2.6, "mono")]
     )
     tile = oval_seal(
