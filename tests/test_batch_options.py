@@ -122,6 +122,27 @@ def test_template_auto_with_the_fallback(folder: Path) -> None:
     assert proc.returncode == 2 and "template 'auto', not 'vat_invoice'" in proc.stderr
 
 
+def test_a_page_of_another_form_keeps_its_fields_in_the_csv(folder: Path) -> None:
+    """A national invoice in a run asked for ``vat_invoice_digital`` is read as the national
+    form; fields.csv has columns for the fields the asked template lacks (its code and check
+    code), so the row holds all the page's values, as results.jsonl does."""
+    clean = folder.parent / "in-national"
+    clean.mkdir()
+    shutil.copy(FIXTURES / CLEAN, clean)
+    out = folder.parent / "out-asked-digital"
+    proc = roi_batch(clean, "-t", "vat_invoice_digital", "--out", out, "-w", "1", "--quiet")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    page = _pages(out)[Path(CLEAN).name]
+    assert page["template"] == "vat_invoice" and "asked for" in page["message"]
+    with (out / "fields.csv").open(newline="") as fh:
+        (row,) = list(csv.DictReader(fh))
+    assert row["template"] == "vat_invoice"
+    truth = _truth(Path(CLEAN).name)
+    for name in ("invoice_code", "check_code", "invoice_number", "total"):
+        assert row[name] == page["fields"][name]["value"] == truth[name], name
+
+
 def test_device_reaches_the_workers(folder: Path) -> None:
     """``--device cuda`` where ONNX Runtime has no CUDA provider: the workers' engine cannot
     start, and the run says so once, naming the extra to install; nothing is recorded."""

@@ -155,15 +155,19 @@ def _outcomes(
 
 
 def _field_names(name: str) -> list[str]:
-    """The CSV's field columns: the template's fields; with ``auto``, every template's, each
-    once (a page's row leaves blank the fields its template lacks).
+    """The CSV's field columns, each once: the asked template's fields first, then those of the
+    store's other templates, which a page is read as when it is another's form (the pipeline
+    says so in ``message``); a page's row leaves blank the fields its template lacks.
 
     Looking the template up raises for an unknown one, before any work is done.
     """
     from extractor.templates import AUTO, TemplateStore
 
     store = TemplateStore()
-    templates: list[Template] = store.all() if name == AUTO else [store.get(name)]
+    templates: list[Template] = store.all()
+    if name != AUTO:
+        asked = store.get(name)
+        templates = [asked, *(t for t in templates if t.name != asked.name)]
     if not templates:
         raise RoiError(f"--template auto: there are no templates in {store.directory}")
     return list(dict.fromkeys(f.name for t in templates for f in t.fields))
