@@ -1,6 +1,7 @@
 import pytest
 
 from extractor.fields import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
+from extractor.fields.taxid import org_check_char
 
 
 @pytest.mark.parametrize("code", ["91350100M000100Y43", "91512081MA62K0260E"])
@@ -92,3 +93,45 @@ def test_a_20_character_id_is_an_identity_card_number_and_two_digits() -> None:
     assert "fails its check" in misread
     (no_date,) = tax_id_errors("11010519491331002X01")
     assert "no identity card number" in no_date
+
+
+@pytest.mark.parametrize(
+    ("code", "error"),
+    [
+        # 91330203735673169H misread in three places (a fallback reading of a heavy photo):
+        # its check character holds, its division code 338293 names no prefecture 82.
+        ("913382937356731690", "no prefecture 82 in a province"),
+        ("91990100M000100Y4U", "no province 99"),
+    ],
+)
+def test_a_uscc_whose_division_code_is_none_is_flagged(code: str, error: str) -> None:
+    assert uscc_check_char(code[:17]) == code[17]
+    (problem,) = tax_id_errors(code)
+    assert problem == f"characters 3-8, {code[2:8]!r}, are no division code ({error})"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "9110000010168558XU",  # registered nationally (a central enterprise): 100000
+        "11100000MB0143612",  # a central government body
+        "91469027MA5T1AB3G",  # a county Hainan administers directly (4690)
+        "52652801MA7810K5P",  # an autonomous prefecture's (Bayingolin, 6528)
+        "91445200MA4WQ0EM0",  # Jieyang, one of Guangdong's cities numbered 51-53
+    ],
+)
+def test_division_codes_of_every_kind_pass(code: str) -> None:
+    if len(code) == 17:  # an organisation code's body: its check, then the USCC's
+        code = code[:16] + org_check_char(code[8:16])
+        code += uscc_check_char(code)
+    assert tax_id_errors(code) == []
+
+
+def test_a_uscc_whose_organisation_code_fails_its_check_is_flagged() -> None:
+    """91110000100010433L misread in two places of its organisation code (0 -> 8 twice) so that
+    the USCC's check character still holds: GB 11714's check on the organisation code breaks."""
+    code = "91110000180610433L"
+    assert uscc_check_char(code[:17]) == code[17]
+    assert tax_id_errors(code) == [
+        "characters 9-17, '180610433', fail the organisation code's check (GB 11714)"
+    ]

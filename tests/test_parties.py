@@ -14,6 +14,7 @@ from extractor.cross_check import check_parties
 from extractor.engines.cascade import CascadeRecognizer
 from extractor.engines.ppocr import PPOCRRecognizer
 from extractor.fields import uscc_check_char
+from extractor.fields.taxid import org_check_char
 from extractor.parties import (
     Parties,
     PartiesError,
@@ -33,6 +34,8 @@ PAGE = FIXTURES / "clean" / "vat_invoice_0001.jpg"
 
 
 def uscc(body: str) -> str:
+    """A USCC from its first 16 characters: its organisation code's check, then its own."""
+    body = body[:16] + org_check_char(body[8:16])
     return body + uscc_check_char(body)
 
 
@@ -360,7 +363,7 @@ def test_a_learner_past_its_limit_forgets_the_parties_read_once(result: dict) ->
     learner.add(result)
     learner.add(result)
     others = json.loads(json.dumps(result))  # two other parties, read once
-    for side, body in (("buyer", "91110000MA0000001"), ("seller", "91110000MA0000002")):
+    for side, body in (("buyer", "91110000MA000010"), ("seller", "91110000MA000020")):
         others["pages"][0]["fields"][f"{side}_tax_id"]["value"] = uscc(body)
     learner.add(others)
     learned = learner.learned()

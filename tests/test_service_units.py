@@ -133,11 +133,11 @@ def test_parse_pages_rejects(text: str) -> None:
 
 def test_a_party_registry_is_read_before_the_service_starts(tmp_path) -> None:
     bad = tmp_path / "parties.csv"
-    bad.write_text("tax_id,name\n91310000MA1FL0XXA0,甲公司\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"parties: .*line 2: tax id 91310000MA1FL0XXA0"):
+    bad.write_text("tax_id,name\n91310000MA1FL0XX70,甲公司\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"parties: .*line 2: tax id 91310000MA1FL0XX70"):
         Settings.load({"ROI_PARTIES": str(bad)})
     good = tmp_path / "good.csv"
-    good.write_text("tax_id,name\n91310000MA1FL0XXA8,甲公司\n", encoding="utf-8")
+    good.write_text("tax_id,name\n91310000MA1FL0XX7Y,甲公司\n", encoding="utf-8")
     s = Settings.load({"ROI_PARTIES": str(good)})
     assert f'"parties": "{good}"' in s.describe()
     config, _ = _pool(s)._config(0)
