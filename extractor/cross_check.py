@@ -28,7 +28,7 @@ from extractor.fields import (
     rule_fields,
     unconfirmed,
 )
-from extractor.fields.codes import printed_year
+from extractor.fields.codes import issued_year, printed_year
 from extractor.parties import Parties, name_key, same_name
 from extractor.qr import qr_values
 from extractor.result import FieldResult
@@ -72,7 +72,7 @@ def cross_check(
     _require_confirmation(template, fields, stated)
     _apply_rules(template, fields, spare_vouched=True)
     _flag_dates_read_as_codes(template, fields)
-    _flag_a_date_before_its_form(template, fields)
+    _flag_a_date_its_code_rules_out(template, fields)
     _flag_one_tax_id_for_two_parties(template, fields)
     _cross_check_qr(stated, fields)
     if parties is not None:
@@ -494,24 +494,43 @@ FORM_AHEAD_YEARS = 1
 printed for a year and issued in it or later; one year's slack for a batch printed ahead."""
 
 
-def _flag_a_date_before_its_form(template: Template, fields: dict[str, FieldResult]) -> None:
-    """An invoice code names the year its form was printed (:func:`printed_year`): an issue
-    date more than :data:`FORM_AHEAD_YEARS` before that was misread, or the code was (a 专票
-    of 3400181196, printed in 2018, read issued 2010-06-18). Both readings pass their own
-    checks; each read from print is flagged (the QR code's values are left alone)."""
-    codes = [spec.name for spec in template.fields if spec.check == "invoice_code"]
+def _flag_a_date_its_code_rules_out(template: Template, fields: dict[str, FieldResult]) -> None:
+    """A code or number whose ``check`` reads a year (:func:`_year_ruled_out`) against an issue
+    date it rules out: one of the two was misread (a 专票 of 3400181196, printed in 2018, read
+    issued 2010-06-18). Both readings pass their own checks; each read from print is flagged
+    (the QR code's values are left alone)."""
+    codes = [spec for spec in template.fields if spec.check is not None]
     dates = [spec.name for spec in template.fields if spec.kind is FieldKind.date]
-    for code_name, date_name in product(codes, dates):
-        code, date = fields.get(code_name), fields.get(date_name)
+    for spec, date_name in product(codes, dates):
+        code, date = fields.get(spec.name), fields.get(date_name)
         if code is None or date is None or not (passes(code) and passes(date)):
             continue
-        printed, issued = printed_year(code.value or ""), (date.value or "")[:4]
-        if printed is None or not issued.isdigit() or printed <= int(issued) + FORM_AHEAD_YEARS:
+        issued = (date.value or "")[:4]
+        if not issued.isdigit():
             continue
-        why = f"{code_name} {code.value} names forms printed in {printed}, {date_name} {issued}"
+        ruled_out = _year_ruled_out(spec, code.value or "", int(issued))
+        if ruled_out is None:
+            continue
+        why = f"{spec.name} {code.value} {ruled_out}, {date_name} {issued}"
         for field in (code, date):
             if field.source != "qr":
                 flag(field, why)
+
+
+def _year_ruled_out(spec: FieldSpec, value: str, issued: int) -> str | None:
+    """What the code ``value`` says of its year that rules out an issue in year ``issued``, or
+    None: an invoice code names the year its form was printed (:func:`printed_year`), issued
+    that year or later, :data:`FORM_AHEAD_YEARS` earlier at most; a 数电票's number the year it
+    was issued (:func:`issued_year`)."""
+    if spec.check == "invoice_code":
+        printed = printed_year(value)
+        if printed is not None and printed > issued + FORM_AHEAD_YEARS:
+            return f"names forms printed in {printed}"
+    if spec.check == "invoice_number":
+        year = issued_year(value)
+        if year is not None and year != issued:
+            return f"names the year it was issued, {year}"
+    return None
 
 
 def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, FieldResult]) -> None:

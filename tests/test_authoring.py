@@ -72,7 +72,7 @@ def test_init_proposes_the_key_fields_with_kinds(proposed: InitResult) -> None:
     assert template.field("invoice_number").kind is FieldKind.code
     assert template.field("invoice_number").regex == r"^\d{8}$"
     assert template.field("invoice_code").check == "invoice_code"  # its region checked
-    assert template.field("invoice_number").check is None
+    assert template.field("invoice_number").check == "invoice_number"  # a 20-digit one's
     assert template.field("issue_date").kind is FieldKind.date
     assert template.field("total").kind is FieldKind.amount
     assert template.field("total").allowlist == "amount"

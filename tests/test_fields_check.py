@@ -118,6 +118,17 @@ def test_a_12_digit_code_ending_in_no_kind_fails(vat: Template) -> None:
     assert [e.split(" (")[0] for e in both] == ["its region 3762", "its kind 84"]
 
 
+def test_a_digital_numbers_digits_3_4_name_a_province() -> None:
+    """A 数电票's 20-digit number: year, province, channel, sequence. 24441000000320341899
+    passes; its 44 read 94 names no province. An 8-digit national number is not checked."""
+    spec = TemplateStore().get("vat_invoice_digital").field("invoice_number")
+    assert check_value(spec, "24441000000320341899").errors == []
+    (error,) = check_value(spec, "24941000000320341899").errors
+    assert error == "its province 94 (digits 3-4) is none: a digit misread"
+    national = spec.model_copy(update={"regex": None})
+    assert check_value(national, "46894924").errors == []
+
+
 def test_normalisation_failure_returns_the_stripped_raw(vat: Template) -> None:
     assert check_value(vat.field("issue_date"), " 2024年02月30日 ") == FieldCheck(
         "2024年02月30日", ["2024-02-30 is not a calendar date"]

@@ -405,7 +405,7 @@ def test_an_issue_date_before_its_form_was_printed_is_flagged(on_onnxruntime: Ex
 
 
 def test_a_form_printed_ahead_by_a_year_or_issued_later_passes() -> None:
-    from extractor.cross_check import _flag_a_date_before_its_form
+    from extractor.cross_check import _flag_a_date_its_code_rules_out
 
     vat = TemplateStore().get("vat_invoice")
     for code, issued, flagged in (
@@ -419,13 +419,36 @@ def test_a_form_printed_ahead_by_a_year_or_issued_later_passes() -> None:
             "invoice_code": FieldResult(value=code, raw=code, confidence=1.0, valid=True),
             "issue_date": FieldResult(value=issued, raw=issued, confidence=1.0, valid=True),
         }
-        _flag_a_date_before_its_form(vat, fields)
+        _flag_a_date_its_code_rules_out(vat, fields)
         assert [f.valid for f in fields.values()] == [not flagged] * 2
     qr = FieldResult(value="2010-06-18", raw="", confidence=1.0, valid=True, source="qr")
     fields = {"invoice_code": FieldResult(value="3400181196", raw="", confidence=1.0, valid=True)}
     fields["issue_date"] = qr
-    _flag_a_date_before_its_form(vat, fields)
+    _flag_a_date_its_code_rules_out(vat, fields)
     assert qr.valid and not fields["invoice_code"].valid  # the QR code's date stands
+
+
+def test_a_digital_number_names_the_year_it_was_issued() -> None:
+    """A 数电票's number starts with the year it was issued: the issue date's year, none other
+    (2024-06-08 with 24441000000320341899 passes; 2023, or the number's 24 read 21, flags
+    both, saying why)."""
+    from extractor.cross_check import _flag_a_date_its_code_rules_out
+
+    digital = TemplateStore().get("vat_invoice_digital")
+    for number, issued, flagged in (
+        ("24441000000320341899", "2024-06-08", False),
+        ("24441000000320341899", "2023-12-31", True),
+        ("21441000000320341899", "2024-06-08", True),
+    ):
+        fields = {
+            "invoice_number": FieldResult(value=number, raw=number, confidence=1.0, valid=True),
+            "issue_date": FieldResult(value=issued, raw=issued, confidence=1.0, valid=True),
+        }
+        _flag_a_date_its_code_rules_out(digital, fields)
+        assert [f.valid for f in fields.values()] == [not flagged] * 2
+        if flagged:
+            why = f"invoice_number {number} names the year it was issued, 20{number[:2]}, "
+            assert fields["issue_date"].errors == [why + f"issue_date {issued[:4]}"]
 
 
 def test_a_sum_kept_from_its_check_by_a_doubt_is_checked_once_it_is_confirmed(

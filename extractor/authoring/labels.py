@@ -38,17 +38,18 @@ _TEXT = FieldKind.text
 _NAME = FieldKind.name
 _TAX = FieldKind.tax_id
 _WORDS = FieldKind.amount_words
+_NUMBER = "invoice_number"  # the check of a 数电票's 20-digit number; an 8-digit one passes
 
 KNOWN_LABELS: dict[str, LabelInfo] = {
     # national VAT invoice (增值税发票) and the fully digital one (全电发票)
     "发票代码": LabelInfo(
         ("invoice_code",), _CODE, "digits", r"^(\d{10}|\d{12})$", check="invoice_code"
     ),
-    "发票号码": LabelInfo(("invoice_number",), _CODE, "digits"),
-    "no": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
-    "no.": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
-    "n": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
-    "№": LabelInfo(("invoice_number",), _CODE, "digits", exact=True),
+    "发票号码": LabelInfo(("invoice_number",), _CODE, "digits", check=_NUMBER),
+    "no": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
+    "no.": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
+    "n": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
+    "№": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
     "开票日期": LabelInfo(("issue_date",), _DATE, "date"),
     "校验码": LabelInfo(("check_code",), _CODE, "digits", r"^\d{20}$"),
     "名称": LabelInfo(("buyer_name", "seller_name"), _NAME),

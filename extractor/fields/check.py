@@ -20,7 +20,7 @@ from extractor.fields.charsets import (
     ideograph,
     plain_character,
 )
-from extractor.fields.codes import invoice_code_errors
+from extractor.fields.codes import digital_number_errors, invoice_code_errors
 from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
@@ -224,7 +224,9 @@ VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
 )
 
 
-STRUCTURE_CHECKS: Mapping[str, Validator] = MappingProxyType({"invoice_code": invoice_code_errors})
+STRUCTURE_CHECKS: Mapping[str, Validator] = MappingProxyType(
+    {"invoice_code": invoice_code_errors, "invoice_number": digital_number_errors}
+)
 """The checks a template names in a field's ``check``, after its kind's."""
 
 

@@ -1,4 +1,4 @@
-"""The structure of a VAT invoice's code (发票代码), beyond its digits.
+"""The structure of a VAT invoice's code (发票代码) and a 数电票's number, beyond their digits.
 
 A 12-digit code (普票 since 2018, electronic 普票 and 专票) reads 0, the region (4 digits), the
 year its forms were printed (2), the batch (3) and the kind of form (2); a 10-digit code (专票,
@@ -7,6 +7,9 @@ province's, autonomous region's or municipality's (its division code's first two
 00: 3200 Jiangsu, 1100 Beijing) or one of the five cities separately listed in the state plan
 (计划单列市), which have their own. A code whose region is neither was misread, as is a
 12-digit code whose last two digits name no kind of VAT invoice.
+
+A 数电票's 20-digit number (发票号码) reads the year it was issued (2 digits), the province (2:
+its division code's first), the channel it was issued by (1) and a sequence (15).
 """
 
 from __future__ import annotations
@@ -64,3 +67,25 @@ def invoice_code_errors(code: str) -> list[str]:
             " misread"
         )
     return errors
+
+
+DIGITAL_NUMBER_LENGTH = 20
+
+
+def digital_number_errors(number: str) -> list[str]:
+    """Why ``number`` (20 digits) cannot be a 数电票's number: its digits 3-4 name no province.
+    A national invoice's number (8 digits) has no structure and gives no error here; nor do
+    other lengths and characters, which are the regex's and the kind's to tell."""
+    if not number.isdigit() or len(number) != DIGITAL_NUMBER_LENGTH:
+        return []
+    if number[2:4] in PROVINCES:
+        return []
+    return [f"its province {number[2:4]} (digits 3-4) is none: a digit misread"]
+
+
+def issued_year(number: str) -> int | None:
+    """The year a 数电票 was issued, as its 20-digit number reads it, or None for what is no such
+    number."""
+    if not number.isdigit() or len(number) != DIGITAL_NUMBER_LENGTH:
+        return None
+    return 2000 + int(number[:2])
