@@ -1,7 +1,8 @@
 import pytest
 
-from extractor.fields import is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
+from extractor.fields import check_value, is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
 from extractor.fields.taxid import org_check_char
+from extractor.templates import TemplateStore
 
 
 @pytest.mark.parametrize("code", ["91350100M000100Y43", "91512081MA62K0260E"])
@@ -135,3 +136,43 @@ def test_a_uscc_whose_organisation_code_fails_its_check_is_flagged() -> None:
     assert tax_id_errors(code) == [
         "characters 9-17, '180610433', fail the organisation code's check (GB 11714)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("read", "printed"),
+    [
+        ("91330108MA2YA5YJ18", "91330108MA2YA5YJ1B"),  # B read 8 (fresh heavy photos)
+        ("913501043959172770", "91350104395917277Q"),  # Q read 0
+        ("913303022440342666", "91330302244034266G"),  # G read 6
+        ("91330106040901612D", "913301060409016120"),  # and back: a 0 read D
+    ],
+)
+def test_a_check_character_read_as_its_look_alike_is_taken_for_it(read: str, printed: str) -> None:
+    from extractor.fields.taxid import look_alike_check_char
+
+    assert tax_id_errors(read) and not tax_id_errors(printed)
+    assert look_alike_check_char(read) == printed
+    spec = TemplateStore().get("vat_invoice").field("buyer_tax_id")
+    checked = check_value(spec, read)
+    assert (checked.value, checked.errors) == (printed, [])
+    assert (
+        checked.note
+        == f"check character read {read[-1]!r}, taken as {printed[-1]!r}: the two look alike"
+    )
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        "9137020205858669K3",  # 3 read, 4 expected: no look-alikes (its 0 read 8 in the body)
+        "913383825218415930",  # 0 read, C expected: no look-alikes
+        "91330108MA24A5YJ1B",  # B read, 8 expected, but 8 fails the organisation code's check:
+        # its Y was read 4 (of the one-character misreads of 91330108MA2YA5YJ1B whose check
+        # character would be 8, all but one fail a check of the division or organisation code)
+        "91330108MA2YA5YJ1B",  # valid: nothing to take
+    ],
+)
+def test_other_check_characters_are_left_as_read(read: str) -> None:
+    from extractor.fields.taxid import look_alike_check_char
+
+    assert look_alike_check_char(read) is None

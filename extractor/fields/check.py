@@ -25,7 +25,7 @@ from extractor.fields.errors import FieldValueError
 from extractor.fields.money import format_money
 from extractor.fields.normalize import get_normalizer
 from extractor.fields.persons import NAME_ENDS
-from extractor.fields.taxid import USCC_LENGTH, tax_id_errors, uscc_error
+from extractor.fields.taxid import USCC_LENGTH, look_alike_check_char, tax_id_errors, uscc_error
 from extractor.templates import FieldKind, FieldSpec, SameRule, SumRule, Template
 
 _MONEY = re.compile(r"-?[0-9]+\.[0-9]{2}")
@@ -240,7 +240,8 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
       read on past its legal form with its own characters again (:func:`_own_again`: a seal's
       text), and faultless else, is given without them, in doubt; one read with traditional-only
       forms (:func:`_traditional`) in simplified, in doubt; a tax id read on with its seal's
-      print (:func:`_seal_id_after`) is the id, with a note.
+      print (:func:`_seal_id_after`) is the id, with a note, and one whose check character was
+      read as a look-alike of its own (:func:`look_alike_check_char`) takes its own, with a note.
 
     An unknown ``spec.normalizer`` is a template error and raises ``ValueError``.
     """
@@ -267,6 +268,9 @@ def check_value(spec: FieldSpec, raw: str) -> FieldCheck:
     if spec.kind is FieldKind.tax_id and errors and _seal_id_after(value):
         note = "the seal's print of it, read on after it, left out"
         return FieldCheck(value[:USCC_LENGTH], [], note, len(value) - USCC_LENGTH)
+    if spec.kind is FieldKind.tax_id and errors and (mended := look_alike_check_char(value)):
+        note = f"check character read {value[-1]!r}, taken as {mended[-1]!r}: the two look alike"
+        value, errors = mended, []
     if spec.regex is not None and re.fullmatch(spec.regex, value) is None:
         errors.append(f"does not match {spec.regex}")
     if spec.check is not None:

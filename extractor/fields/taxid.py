@@ -84,6 +84,26 @@ def _organisation_error(organisation: str) -> str | None:
     return None
 
 
+LOOK_ALIKE_CHECK_CHARS = frozenset({"8B", "B8", "0D", "D0", "0Q", "Q0", "6G", "G6"})
+"""A USCC's check character read as, and the one its first 17 give: the pairs a blurred letter
+and digit are taken for each other in (8 and B, 0 and D or Q, 6 and G)."""
+
+
+def look_alike_check_char(code: str) -> str | None:
+    """``code`` with the check character its first 17 characters give, where that and the one
+    read look alike (:data:`LOOK_ALIKE_CHECK_CHARS`: a B read 8) and the code then passes every
+    check (its division code and its organisation code's check too); else None. A character of
+    the 17 misread instead gives a check character that looks like the one read one time in 30
+    or so, and most of those fail the other checks."""
+    if len(code) != USCC_LENGTH or _bad_chars(code[:17]):
+        return None
+    expected = uscc_check_char(code[:17])
+    if code[17] + expected not in LOOK_ALIKE_CHECK_CHARS:
+        return None
+    mended = code[:17] + expected
+    return mended if uscc_error(mended) is None else None
+
+
 def is_valid_uscc(code: str) -> bool:
     """True when ``code`` is 18 characters of the USCC charset with a correct check char, a
     division code and an organisation code."""
