@@ -16,7 +16,7 @@ from collections.abc import Iterator, Mapping
 from difflib import SequenceMatcher
 from itertools import product
 
-from extractor.doubts import DECIMALS, confirm, flag, only_doubt, passes
+from extractor.doubts import DECIMALS, UNCERTAIN_CHARACTER, confirm, flag, only_doubt, passes
 from extractor.fields import (
     DECIMAL_POINTS,
     LEADING_MARKS,
@@ -29,6 +29,7 @@ from extractor.fields import (
     unconfirmed,
 )
 from extractor.fields.codes import issued_year, printed_year
+from extractor.fields.normalize import MISPLACED_SEPARATOR
 from extractor.parties import Parties, name_key, same_name
 from extractor.qr import qr_values
 from extractor.result import FieldResult
@@ -171,8 +172,8 @@ def _mend_amounts(
                 continue
             field.value = values[name] = implied
             field.note = f"{slip} from {surer or _describe(rule)}"
-            if slip == _POINT_RESTORED:  # which explains the decimals read
-                field.errors = [e for e in field.errors if not e.startswith(DECIMALS)]
+            if slip in _POINT_SLIPS:  # which explain the decimals (and the comma) read
+                field.errors = [e for e in field.errors if not e.startswith(_POINT_SLIPS[slip])]
                 field.valid = not field.errors
             else:
                 field.errors, field.valid = [], True
@@ -333,6 +334,13 @@ def _readings(field: FieldResult, spec: FieldSpec) -> dict[str, str]:
 
 
 _POINT_RESTORED = "decimal point restored"
+_COMMA_FOR_POINT = "decimal point read as a comma"
+_POINT_SLIPS = {
+    _POINT_RESTORED: (DECIMALS,),
+    _COMMA_FOR_POINT: (DECIMALS, MISPLACED_SEPARATOR, f"{UNCERTAIN_CHARACTER} ','"),
+}
+"""The slips of the point, each with the errors it explains: the others (a doubtful digit)
+stay."""
 _NOT_AMOUNT = re.compile(r"[^0-9.]")
 
 
@@ -344,6 +352,8 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
     if not any(p in raw for p in DECIMAL_POINTS) and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
         "", implied
     ):
+        if raw.count(",") == 1 and _NOT_AMOUNT.sub("", raw.replace(",", ".")) == implied:
+            return _COMMA_FOR_POINT  # where the point is printed
         return _POINT_RESTORED
     if not field.errors and not passed_over:
         return None
@@ -465,8 +475,8 @@ def _require_confirmation(
             confirm(field, f"confirmed by {_describe(rule)}")
     flagged = {name for name, f in fields.items() if not f.valid}
     for name, why in unconfirmed(template, values, flagged).items():
-        field = fields[name]
-        if field.value is not None and stated.get(name) != field.value:
+        field = fields.get(name)  # a caller may pass some of the template's fields only
+        if field is not None and field.value is not None and stated.get(name) != field.value:
             field.errors.append(why)
             field.valid = False
 

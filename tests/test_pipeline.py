@@ -565,6 +565,34 @@ def test_a_decimal_point_lost_to_blur_is_restored(extractor: Extractor) -> None:
     assert total.valid and total.note == "decimal point restored from amount + tax = total"
 
 
+def test_a_decimal_point_read_as_a_comma_is_restored() -> None:
+    """A blurred point read as a comma ('1366,12', fresh geometry 20279244's total): the
+    normaliser refuses it (a thousands separator out of place), and amount + tax give exactly
+    its digits with the point where the comma is; the total takes that value, the slip in its
+    note, and the errors the comma explains go (before, the value was restored and flagged)."""
+    from extractor.cross_check import cross_check
+
+    vat = TemplateStore().get("vat_invoice")
+    fields = {
+        "amount": FieldResult(value="1208.96", raw="¥1208.96", confidence=0.99, valid=True),
+        "tax": FieldResult(value="157.16", raw="¥157.16", confidence=0.99, valid=True),
+        "total": FieldResult(
+            value="1366,12",
+            raw="¥1366,12",
+            confidence=0.9,
+            valid=False,
+            errors=[
+                "misplaced thousands separator in '1366,12'",
+                "uncertain character ',' at 6 (confidence 0.50)",
+            ],
+        ),
+    }
+    cross_check(vat, None, fields)
+    total = fields["total"]
+    assert (total.value, total.valid, total.errors) == ("1366.12", True, [])
+    assert total.note == "decimal point read as a comma from amount + tax = total"
+
+
 def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
     extractor: Extractor,
 ) -> None:

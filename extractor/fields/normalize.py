@@ -57,6 +57,9 @@ def _ascii_digits(text: str) -> str:
     )
 
 
+MISPLACED_SEPARATOR = "misplaced thousands separator"
+
+
 def normalize_amount(raw: str) -> str:
     """Money in figures: ``"¥1,234.56"``, ``"￥ 1234.5"``, ``"１２３４．５６"`` -> ``"1234.56"``.
 
@@ -80,7 +83,7 @@ def normalize_amount(raw: str) -> str:
     if text.count(".") > 1:
         raise FieldValueError(f"more than one decimal point in {text!r}")
     if "," in text and not _GROUPED_NUMBER.fullmatch(text):
-        raise FieldValueError(f"misplaced thousands separator in {text!r}")
+        raise FieldValueError(f"{MISPLACED_SEPARATOR} in {text!r}")
     text = text.replace(",", "")
     if not _PLAIN_NUMBER.fullmatch(text):
         raise FieldValueError(f"not an amount: {text!r}")
