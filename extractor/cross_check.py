@@ -509,7 +509,7 @@ def _flag_a_date_its_code_rules_out(template: Template, fields: dict[str, FieldR
     date it rules out: one of the two was misread (a 专票 of 3400181196, printed in 2018, read
     issued 2010-06-18). Both readings pass their own checks; each read from print is flagged
     (the QR code's values are left alone)."""
-    codes = [spec for spec in template.fields if spec.check is not None]
+    codes = [spec for spec in template.fields if spec.check in ("invoice_code", "invoice_number")]
     dates = [spec.name for spec in template.fields if spec.kind is FieldKind.date]
     for spec, date_name in product(codes, dates):
         code, date = fields.get(spec.name), fields.get(date_name)

@@ -96,14 +96,15 @@ class FieldSpec(_Strict):
         "code and number, small at its top-right corner): read too where the QR code does not "
         "state the field, and the two readings checked against each other.",
     )
-    check: Literal["invoice_code", "invoice_number"] | None = Field(
+    check: Literal["invoice_code", "invoice_number", "issue_date"] | None = Field(
         default=None,
         description="A check of the value's structure after its kind's "
         "(:mod:`extractor.fields.codes`): ``invoice_code``, the region a VAT invoice's code "
         "starts with names a province or a separately listed city, and a 12-digit code ends in "
         "a kind of VAT invoice; the year its forms were printed is checked against the issue "
         "date too. ``invoice_number``, a 数电票's 20-digit number names a province in its digits "
-        "3-4, and the year in its first two is the issue date's (an 8-digit one is not checked).",
+        "3-4, and the year in its first two is the issue date's (an 8-digit one is not checked). "
+        "``issue_date``, the date is not after today: no invoice is issued ahead of its day.",
     )
     absent_when: dict[str, str] | None = Field(
         default=None,

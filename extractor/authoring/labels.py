@@ -50,7 +50,7 @@ KNOWN_LABELS: dict[str, LabelInfo] = {
     "no.": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
     "n": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
     "№": LabelInfo(("invoice_number",), _CODE, "digits", exact=True, check=_NUMBER),
-    "开票日期": LabelInfo(("issue_date",), _DATE, "date"),
+    "开票日期": LabelInfo(("issue_date",), _DATE, "date", check="issue_date"),
     "校验码": LabelInfo(("check_code",), _CODE, "digits", r"^\d{20}$"),
     "名称": LabelInfo(("buyer_name", "seller_name"), _NAME),
     "购买方名称": LabelInfo(("buyer_name",), _NAME),

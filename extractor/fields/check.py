@@ -209,6 +209,24 @@ def _date_errors(value: str) -> list[str]:
     return [f"{value!r} is not a YYYY-MM-DD date"]
 
 
+ISSUE_SLACK = dt.timedelta(days=1)
+"""How far after today (this machine's) an issue date may lie: time zones."""
+
+
+def _issue_date_errors(value: str) -> list[str]:
+    """Why ``value`` (an ISO date) cannot be the day an invoice was issued: it is after today,
+    and no invoice is issued ahead of its day (2073 read for 2023). Other dates (a payment's
+    due day) may lie ahead: a template names this check for the issue date only."""
+    try:
+        day = dt.date.fromisoformat(value)
+    except ValueError:
+        return []  # the kind's check says what is wrong with it
+    today = dt.date.today()
+    if day > today + ISSUE_SLACK:
+        return [f"{value} is after today ({today}): no invoice is issued ahead of its day"]
+    return []
+
+
 Validator = Callable[[str], list[str]]
 
 VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
@@ -225,7 +243,11 @@ VALIDATORS: Mapping[FieldKind, Validator] = MappingProxyType(
 
 
 STRUCTURE_CHECKS: Mapping[str, Validator] = MappingProxyType(
-    {"invoice_code": invoice_code_errors, "invoice_number": digital_number_errors}
+    {
+        "invoice_code": invoice_code_errors,
+        "invoice_number": digital_number_errors,
+        "issue_date": _issue_date_errors,
+    }
 )
 """The checks a template names in a field's ``check``, after its kind's."""
 

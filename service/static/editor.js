@@ -315,7 +315,7 @@ function templateForServer() {
     if (f.decimals != null && out.kind === "amount") out.decimals = f.decimals;
     if (f.printed_again) out.printed_again = f.printed_again; // kept as the template had it
     if (f.starts_with) out.starts_with = f.starts_with; // likewise: the field printed in column
-    if (f.check) out.check = f.check; // likewise: the check of its structure (invoice_code, invoice_number)
+    if (f.check) out.check = f.check; // likewise: the check of its structure (invoice_code, invoice_number, issue_date)
     if (f.absent_when) out.absent_when = f.absent_when; // likewise: where the form lacks it
     return out;
   });
