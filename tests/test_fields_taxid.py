@@ -1,7 +1,7 @@
 import pytest
 
 from extractor.fields import check_value, is_valid_uscc, tax_id_errors, uscc_check_char, uscc_error
-from extractor.fields.taxid import org_check_char
+from extractor.fields.taxid import ID_CARD_WEIGHTS, org_check_char
 from extractor.templates import TemplateStore
 
 
@@ -176,3 +176,18 @@ def test_other_check_characters_are_left_as_read(read: str) -> None:
     from extractor.fields.taxid import look_alike_check_char
 
     assert look_alike_check_char(read) is None
+
+
+def test_a_persons_identity_card_number_is_a_tax_id() -> None:
+    """A person gives their identity card number as their tax id (an invoice to a person): 18
+    characters that are no USCC but pass GB 11643's checks (its example 11010519491231002X).
+    One misread fails both, and says so as a USCC would; a date of birth ahead of this year or
+    before 1900 is none."""
+    assert tax_id_errors("11010519491231002X") == []
+    (misread,) = tax_id_errors("11010519491231062X")
+    assert misread.startswith("check digit is X")
+    for born in ("18991231", "21000101"):
+        card = f"110105{born}002"
+        total = sum(int(ch) * w for ch, w in zip(card, ID_CARD_WEIGHTS, strict=True))
+        card += "10X98765432"[total % 11]
+        assert tax_id_errors(card), card

@@ -1777,6 +1777,20 @@ def test_an_invoice_to_a_person_has_no_buyer_tax_id(
     assert all(field.valid for key, field in page.fields.items() if key != "buyer_name")
 
 
+def test_a_persons_identity_card_number_as_the_buyers_tax_id_passes(extractor: Extractor) -> None:
+    """A person may give their identity card number as their tax id (GB 11643's example here):
+    no USCC, and read valid, from a scan and from a 数电票's text layer."""
+    card = "11010519491231002X"
+    buyer, seller = _to_a_person(20272100, "赵磊")
+    doc = make_document(20272100, "clean", parties=(replace(buyer, tax_id=card), seller))
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    tax_id = page.fields["buyer_tax_id"]
+    assert (tax_id.value, tax_id.valid, page.status) == (card, True, "ok")
+    data, _ = digital_pdf([20272100], buyer=Party("赵磊", card, "", ""))
+    (page,) = extractor.extract(data, "vat_invoice_digital").pages
+    assert (page.fields["buyer_tax_id"].value, page.status) == (card, "ok")
+
+
 def test_a_company_buyer_without_its_tax_id_is_flagged(extractor: Extractor) -> None:
     doc = make_document(20272100, "clean", parties=_to_a_person(20272100, None))
     (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages

@@ -140,13 +140,20 @@ ID_CARD_WEIGHTS = (7, 9, 10, 5, 8, 4, 2, 1, 6, 3, 7, 9, 10, 5, 8, 4, 2)
 
 def person_id_error(code: str) -> str | None:
     """What is wrong with a 20-character taxpayer id, or ``None``: a self-employed person's, the
-    18-character identity card number (GB 11643: division code, date of birth, sequence, check
-    character, ISO 7064 MOD 11-2) and 2 digits. A USCC read with two characters more (a seal's
-    digits run into it) starts with no division code."""
-    card = code[:18]
-    if not _starts_with_area_code(code):
-        return f"{code[:6]!r} does not start an identity card number (an area code)"
-    if not (card[6:17].isdigit() and code[18:].isdigit()) or not _is_date(card[6:14], 4):
+    18-character identity card number (:func:`identity_card_error`) and 2 digits. A USCC read
+    with two characters more (a seal's digits run into it) starts with no division code."""
+    if not code[18:].isdigit():
+        return f"{code!r} is no identity card number and 2 digits"
+    return identity_card_error(code[:18])
+
+
+def identity_card_error(card: str) -> str | None:
+    """What is wrong with ``card`` as an identity card number, or ``None`` (GB 11643: division
+    code, date of birth, sequence, check character, ISO 7064 MOD 11-2). A person gives it as
+    their tax id: on an invoice to a person, and in a self-employed person's (and 2 digits)."""
+    if not _starts_with_area_code(card):
+        return f"{card[:6]!r} does not start an identity card number (an area code)"
+    if not card[6:17].isdigit() or not _is_date(card[6:14], 4):
         return f"{card!r} is no identity card number (a date of birth, digits)"
     total = sum(int(ch) * w for ch, w in zip(card[:17], ID_CARD_WEIGHTS, strict=True))
     if "10X98765432"[total % 11] != card[17]:
@@ -161,8 +168,11 @@ def _starts_with_area_code(code: str) -> bool:
 
 
 def _is_date(text: str, year_digits: int = 2) -> bool:
-    """Whether ``text`` is a date, YYMMDD (19YY) or, with 4 ``year_digits``, YYYYMMDD."""
+    """Whether ``text`` is a date, YYMMDD (19YY) or, with 4 ``year_digits``, YYYYMMDD of a year
+    from 1900 to this one (a date of birth)."""
     year = int(text[:year_digits]) + (1900 if year_digits == 2 else 0)
+    if not 1900 <= year <= dt.date.today().year:
+        return False
     try:
         dt.date(year, int(text[year_digits : year_digits + 2]), int(text[year_digits + 2 :]))
     except ValueError:
@@ -173,11 +183,15 @@ def _is_date(text: str, year_digits: int = 2) -> bool:
 def tax_id_errors(value: str) -> list[str]:
     """Problems with a normalised taxpayer id (empty list: valid).
 
-    18 characters must be a valid USCC; 15 characters an old id (:func:`old_id_error`); 20
-    characters a self-employed person's (:func:`person_id_error`); any other length is an error.
+    18 characters must be a valid USCC or a person's identity card number
+    (:func:`identity_card_error`: on an invoice to a person); 15 characters an old id
+    (:func:`old_id_error`); 20 characters a self-employed person's (:func:`person_id_error`);
+    any other length is an error.
     """
     if len(value) == 18:
         problem = uscc_error(value)
+        if problem and identity_card_error(value) is None:
+            return []  # a person's identity card number, given as their tax id
         return [problem] if problem else []
     if len(value) in _OLD_ID_LENGTHS:
         if not _OLD_ID.fullmatch(value):
