@@ -119,6 +119,8 @@ def test_a_uscc_whose_division_code_is_none_is_flagged(code: str, error: str) ->
         "91469027MA5T1AB3G",  # a county Hainan administers directly (4690)
         "52652801MA7810K5P",  # an autonomous prefecture's (Bayingolin, 6528)
         "91445200MA4WQ0EM0",  # Jieyang, one of Guangdong's cities numbered 51-53
+        "91660100MA78R2K1C",  # 66: the Xinjiang Production and Construction Corps, as some
+        # national registries number it (not in GB/T 2260; accepted lest a real id be flagged)
     ],
 )
 def test_division_codes_of_every_kind_pass(code: str) -> None:

@@ -23,6 +23,9 @@ PREFECTURES = frozenset(f"{n:02d}" for low, high in _PREFECTURE_RUNS for n in ra
 province administers directly. Older codes (in old ids, identity cards) are not held to it."""
 NATIONAL_DIVISION = "100000"
 """The division code of a USCC given by a national registry (a central enterprise, a ministry)."""
+USCC_PROVINCES = PROVINCES | {"66"}
+"""A USCC's province: GB/T 2260's, or 66, which some national registries give the Xinjiang
+Production and Construction Corps (新疆生产建设兵团): accepted, lest a real id be flagged."""
 
 
 def _bad_chars(code: str) -> str | None:
@@ -65,7 +68,7 @@ def _division_error(division: str) -> str | None:
         return None
     if not division.isdigit():
         return f"characters 3-8, {division!r}, are no division code (6 digits)"
-    if division[:2] not in PROVINCES:
+    if division[:2] not in USCC_PROVINCES:
         return f"characters 3-8, {division!r}, are no division code (no province {division[:2]})"
     if division[2:4] not in PREFECTURES:
         return (
