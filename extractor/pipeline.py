@@ -416,7 +416,7 @@ class Extractor:
             chosen, alignment, lines, scores = self._asked_or_another(
                 page, image, template, alignment, mode, timings
             )
-            candidates = [chosen]
+            candidates, alignments = [chosen], {chosen.name: (chosen, alignment)}
         sure = SURE_FRAME_SCORE if template is None else LABELS_OVER_FRAME
         if mode != "never" and alignment.score < sure:
             with _timed(timings, "fallback"):
@@ -425,12 +425,12 @@ class Extractor:
             if best is not None:
                 chosen, alignment = alignments[best]
                 if alignment.matched and alignment.score < LABELS_OVER_FRAME:
-                    alignment = dataclasses.replace(
-                        alignment,
-                        matched=False,
-                        reason=f"frame match {alignment.score:.2f} under {LABELS_OVER_FRAME}: "
-                        "aligned by its printed labels",
-                    )
+                    by_labels = (
+                        f"frame match {alignment.score:.2f} under {LABELS_OVER_FRAME}: "
+                        "aligned by its printed labels"
+                    )  # after what the alignment says already (the page is another form)
+                    reason = "; ".join(filter(None, (alignment.reason, by_labels)))
+                    alignment = dataclasses.replace(alignment, matched=False, reason=reason)
             elif not alignment.matched and template is None:
                 if (refitted := _surely_refitted(alignments)) is None:
                     return _unmatched(page, None, alignment, timings, scores)

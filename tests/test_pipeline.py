@@ -18,13 +18,13 @@ from extractor.engines import Recognition, get_engine
 from extractor.fields import check_value
 from extractor.pipeline import Extractor, _fullpage_device, _Page, _within
 from extractor.qr import qr_values
-from extractor.registration import register
+from extractor.registration import Alignment, register
 from extractor.result import FieldResult
 from extractor.synth.content import Party, party
 from extractor.synth.digital import digital_pdf, make_digital_document
 from extractor.synth.generate import make_document, make_other_page
 from extractor.synth.names import REGIONS
-from extractor.templates import FieldKind, TemplateStore
+from extractor.templates import FieldKind, Template, TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
 
@@ -337,6 +337,37 @@ def test_a_page_asked_for_as_another_form_is_read_as_its_own(
     assert page.template_scores is not None and set(page.template_scores) == {asked, form}
     assert page.template_scores[asked] < 0.9 <= page.template_scores[form]
     expected = truth(FIXTURES / path)["pages"][0]["fields"]
+    assert {k: f.value for k, f in page.fields.items()} == expected
+
+
+def test_a_page_of_another_form_matched_unsurely_is_read_by_its_labels(
+    extractor: Extractor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The asked template's frame does not match and the other's matches better but under
+    LABELS_OVER_FRAME (a worn or cut-off 数电票, scores set here): the page's labels tell it is
+    the other form, which is then aligned by them as a page of that template is. The second
+    look at the labels found the other template missing among those registered (KeyError);
+    the message keeps saying which form the page is."""
+    import dataclasses
+
+    import extractor.pipeline as pipeline
+
+    real = pipeline.register
+
+    def unsure(image: np.ndarray, template: Template) -> Alignment:
+        found = real(image, template)
+        if template.name == "vat_invoice":
+            return dataclasses.replace(found, matched=False, score=0.45, homography=None)
+        return dataclasses.replace(found, score=0.6)
+
+    monkeypatch.setattr(pipeline, "register", unsure)
+    path = FIXTURES / "digital/scans/vat_invoice_digital_0005.jpg"
+    (page,) = extractor.extract(path, "vat_invoice").pages
+    assert (page.template, page.registration) == ("vat_invoice_digital", "labels")
+    assert page.message is not None
+    assert page.message.startswith("asked for vat_invoice, the page is a vat_invoice_digital")
+    assert page.message.endswith("frame match 0.60 under 0.7: aligned by its printed labels")
+    expected = truth(path)["pages"][0]["fields"]
     assert {k: f.value for k, f in page.fields.items()} == expected
 
 
