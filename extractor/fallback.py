@@ -416,6 +416,28 @@ def beside_label(
     return None
 
 
+def printed_as(lines: list[TextLine], spec: FieldSpec) -> tuple[str, float, np.ndarray] | None:
+    """The field's value from the one line among ``lines`` printed as only its value is
+    (:attr:`FieldSpec.printed_as`: the check code's four groups of five digits), its whole text
+    or what follows a colon in it (a label read wrong: 校验吗：), passing the field's checks;
+    wherever it lies and whatever label it follows: another layout of the form prints it
+    elsewhere (the 增值税电子普通发票's top band), and a faint label is not found at all. None
+    where no line is, or two are (nothing to tell which is the field's)."""
+    if spec.printed_as is None:
+        return None
+    shape = re.compile(spec.printed_as)
+    found = [
+        (text, line)
+        for line in lines
+        for text in {line.text.strip(), re.split("[:：]", line.text)[-1].strip()}
+        if shape.fullmatch(text) and not check_value(spec, text).errors
+    ]
+    if len({id(line) for _, line in found}) != 1:
+        return None
+    text, line = found[0]
+    return text, line.score, line.quad
+
+
 _WRITTEN_DATE = re.compile(r"\d{4}年\d{1,2}月\d{1,2}日")
 
 
@@ -480,7 +502,8 @@ def near_fields(
     bend: Bend | None = None,
 ) -> NearFields:
     """Whether a line (4x2 outline, page px) lies in the row of one of ``specs`` (:data:`ROW_MM`)
-    and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`). A
+    and reaches into the part of it around that field (:data:`LEFT_MM`, :data:`RIGHT_MM`; the
+    whole row for a field :attr:`~FieldSpec.printed_as` a form of its own). A
     line of one character (:data:`ONE_CHARACTER`) only counts inside a field's box: outside,
     it is no label of two characters or more, nor a value that passes its checks. Nor does a
     line inside the box of a field of ``settled`` (read valid) and of none of ``specs``: it is
@@ -494,11 +517,11 @@ def near_fields(
     ppm = template.px_per_mm
     return NearFields(
         to_mm=np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography),
-        windows=[
+        windows=[  # a field printed as only it is (:func:`printed_as`): its whole row
             (
-                s.box.x - LEFT_MM,
+                -math.inf if s.printed_as else s.box.x - LEFT_MM,
                 s.box.y + down - ROW_MM,
-                s.box.x + s.box.w + RIGHT_MM,
+                math.inf if s.printed_as else s.box.x + s.box.w + RIGHT_MM,
                 s.box.y + down + s.box.h + ROW_MM,
             )
             for s in specs

@@ -62,6 +62,7 @@ from extractor.fallback import (
     lines_in_box,
     near_fields,
     norm,
+    printed_as,
     rows_to_read,
     unflattened,
     written_date,
@@ -1014,7 +1015,8 @@ class Extractor:
         def readings(spec: FieldSpec) -> Iterator[FieldResult | None]:
             """The field's readings, first choice first: as read, re-read on the label-aligned
             page, the page's lines in its box, the line beside its label, a date's line written
-            out in reach (:func:`written_date`). Each is made when asked for: a line's reading
+            out in reach (:func:`written_date`), the one line printed as only its value is
+            (:func:`printed_as`). Each is made when asked for: a line's reading
             can cost a second recognition of it."""
             yield fields.get(spec.name)
             yield second.get(spec.name)
@@ -1026,6 +1028,7 @@ class Extractor:
             found = beside_label(lines, spec, near, reference.texts, alone=alone)
             yield self._from_text(spec, found, page)
             yield self._from_text(spec, written_date(lines, spec, near), page)
+            yield self._from_text(spec, printed_as(lines, spec), page)
 
         merged: dict[str, FieldResult] = {}
         for spec in template.fields:

@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from extractor.errors import TemplateError, TemplateNotFoundError
 
@@ -114,6 +122,16 @@ class FieldSpec(_Strict):
         "machine number, printed on that line) is left out: the field is absent, with a note. "
         "Only for a field not required.",
     )
+    printed_as: str | None = Field(
+        default=None,
+        description="A regex a page's line (its text as read, spaces kept; or what follows a "
+        "colon in it: a misread label) matches only where it holds this field's value, "
+        "whatever label it follows or wherever it lies: the check code's four groups of five "
+        "digits. The fallback takes the one such line among those it reads whose value passes "
+        "the field's checks, and reads the field's whole row for it: another layout of the "
+        "form prints the value elsewhere (the 增值税电子普通发票 stacks code, number, date and "
+        "check code at the top right), and its label may be too faint to be found.",
+    )
     starts_with: str | None = Field(
         default=None,
         description="Another field whose print starts as far into its box as this one's does "
@@ -122,11 +140,11 @@ class FieldSpec(_Strict):
         "has lost its first characters (faded under a flash, folded over) and is in doubt.",
     )
 
-    @field_validator("regex")
+    @field_validator("regex", "printed_as")
     @classmethod
-    def _regex_compiles(cls, value: str | None) -> str | None:
+    def _regex_compiles(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
-            _compiles(value, "regex")
+            _compiles(value, str(info.field_name))
         return value
 
     @field_validator("absent_when")

@@ -22,6 +22,7 @@ from extractor.fallback import (
     flattened,
     lines_in_box,
     near_fields,
+    printed_as,
     rows_to_read,
     unflattened,
     written_date,
@@ -342,6 +343,42 @@ def test_a_date_written_out_is_found_in_reach_whatever_its_label_reads() -> None
     assert written_date([label, _line("2024年12月07日", 200, 900, 160, 0)], spec, near) is None
     assert written_date([label, value], template.field("check_code"), near) is None
     assert written_date([_line("20241207", 920, 180, 120, 0)], spec, near) is None
+
+
+def test_a_value_printed_as_only_its_field_prints_is_found_wherever_it_lies() -> None:
+    """An e-invoice photographed, its QR code past decoding and its faint labels not found: the
+    check code's four groups of five digits and a 12-digit code whose region, kind and year
+    hold are their fields' wherever they lie, once on the page (or after a colon: a label
+    read wrong). Not a 20-digit run ungrouped (a 数电票's number), a 12-digit machine number,
+    nor two such lines (nothing tells which)."""
+    template = TemplateStore().get("vat_invoice")
+    check, code = template.field("check_code"), template.field("invoice_code")
+    machine = _line("机器编号：156045400456", 100, 200, 300, 0)
+    grouped = _line("67174 51272 26665 39922", 1400, 210, 330, 0)
+    found = printed_as([machine, grouped, _line("037022300211", 1400, 60, 180, 0)], check)
+    assert found is not None and found[0] == "67174 51272 26665 39922"
+    misread = _line("校验吗：67174 5127226665 39922", 1300, 210, 430, 0)
+    found = printed_as([machine, misread], check)
+    assert found is not None and found[0] == "67174 5127226665 39922"
+    assert printed_as([_line("24312000000012345678", 1400, 60, 300, 0)], check) is None
+    assert printed_as([grouped, _line("16002 15156 73539 77490", 1400, 260, 330, 0)], check) is None
+    found = printed_as([machine, _line("037022300211", 1400, 60, 180, 0)], code)
+    assert found is not None and found[0] == "037022300211"
+    assert printed_as([machine, _line("037022300299", 1400, 60, 180, 0)], code) is None  # kind 99
+    assert printed_as([grouped], template.field("invoice_number")) is None  # printed_as unset
+
+
+def test_a_field_printed_as_only_it_prints_is_looked_for_across_its_row() -> None:
+    """The lines recognised for a field in doubt are those near its box; for one printed as
+    only it prints (:func:`printed_as`), those of its whole row: the e-invoice's check code at
+    the top right, 100 mm from the paper form's box."""
+    template = TemplateStore().get("vat_invoice")
+    ppm = template.px_per_mm
+    top_right = _across(ppm, 178.0, 222.0, 27.0)  # the e-invoice's check code
+    assert near_fields([template.field("check_code")], template, np.eye(3))(top_right)
+    buyer = template.field("buyer_name")
+    beside = _across(ppm, 150.0, 200.0, buyer.box.y + buyer.box.h / 2)  # the 密码区's row
+    assert not near_fields([buyer], template, np.eye(3))(beside)
 
 
 def test_a_line_that_grazes_the_forms_print_is_not_taken_for_it() -> None:

@@ -1916,6 +1916,23 @@ def test_an_e_invoices_top_band_is_read_when_its_qr_code_is_not(extractor: Extra
         assert (field.value, field.valid, field.source) == (expected[name], True, "fallback")
 
 
+def test_an_e_invoices_code_and_check_code_are_found_without_their_labels(
+    extractor: Extractor,
+) -> None:
+    """An e-invoice photographed at an angle, its QR code past decoding: the paper form's check
+    code box holds the e-invoice's machine number (12 digits, flagged), its code box nothing,
+    and the top band's faint labels (发票代码, 校验码) were not detected, so nothing led to the
+    code and check code the page prints at its top right. Printed as only they are (a code
+    whose region, kind and year hold; four groups of five digits), each is found in its row."""
+    doc = make_document(20280000, "heavy", electronic=True)
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    expected = doc.truth["pages"][0]["fields"]
+    assert page.qr is None
+    for name in ("invoice_code", "check_code"):
+        field = page.fields[name]
+        assert (field.value, field.valid, field.source) == (expected[name], True, "fallback")
+
+
 @pytest.mark.parametrize(
     ("fallback", "template"), [("auto", "vat_invoice"), ("auto", "auto"), ("never", "vat_invoice")]
 )

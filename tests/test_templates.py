@@ -95,6 +95,13 @@ def test_absent_when_names_another_field_for_a_field_not_required(tmp_path: Path
             load_template_file(_write(tmp_path, BASE + field % (required, name, pattern) + other))
 
 
+def test_printed_as_must_compile(tmp_path: Path) -> None:
+    field = "  - {name: a, box: [1, 2, 30, 4], kind: code, printed_as: '%s'}\n"
+    assert load_template_file(_write(tmp_path, BASE + field % r"^\d{12}$")).field("a").printed_as
+    with pytest.raises(TemplateError, match=r"field 'a' \(printed_as\): .*printed_as does not"):
+        load_template_file(_write(tmp_path, BASE + field % "(\\d"))
+
+
 def test_yaml_is_safe_loaded(tmp_path: Path) -> None:
     with pytest.raises(TemplateError, match="not valid YAML"):
         load_template_file(_write(tmp_path, "!!python/object/apply:os.system ['true']\n"))

@@ -41,6 +41,7 @@ FIELD_ORDER = (
     "normalizer",
     "required",
     "absent_when",
+    "printed_as",
     "starts_with",
 )
 
