@@ -508,26 +508,26 @@ def near_fields(
     it is no label of two characters or more, nor a value that passes its checks. Nor does a
     line inside the box of a field of ``settled`` (read valid) and of none of ``specs``: it is
     that field's value, no label, and no other field's value (the amount beside the tax's
-    label 合计, the tax id below the name's). Nor, outside the boxes of ``specs``, a line over
+    label 合计, the tax id below the name's); but in the row of a field printed as only it is,
+    where another layout prints it (the e-invoice's code inside the paper form's number box).
+    Nor, outside the boxes of ``specs``, a line over
     the form's own print (``form``: the reference form's lines, reference px) but the labels
     of ``specs``: another field's label (校验码, 地址、电话) or what the form frames beside them
     (the 密码区's cipher, the 备注), no value of theirs. The boxes are moved ``down`` mm where
     the page's print lies; the form's print is where the form is; a line is placed through the
     page's ``bend`` (:func:`flattened`)."""
     ppm = template.px_per_mm
+    rows = [(s, s.box.y + down - ROW_MM, s.box.y + down + s.box.h + ROW_MM) for s in specs]
     return NearFields(
         to_mm=np.diag([1 / ppm, 1 / ppm, 1.0]) @ np.linalg.inv(homography),
-        windows=[  # a field printed as only it is (:func:`printed_as`): its whole row
-            (
-                -math.inf if s.printed_as else s.box.x - LEFT_MM,
-                s.box.y + down - ROW_MM,
-                math.inf if s.printed_as else s.box.x + s.box.w + RIGHT_MM,
-                s.box.y + down + s.box.h + ROW_MM,
-            )
-            for s in specs
+        windows=[
+            (s.box.x - LEFT_MM, top, s.box.x + s.box.w + RIGHT_MM, bottom)
+            for s, top, bottom in rows
+            if not s.printed_as
         ],
         boxes=[_box_reach(s, template, down) for s in specs],  # lines_in_box takes a centre
         taken=[_box_reach(s, template, down) for s in settled],
+        rows=[(-math.inf, top, math.inf, bottom) for s, top, bottom in rows if s.printed_as],
         others=_others_print(form, specs, template),
         short_labels=any(s.label and len(norm(s.label)) < 2 for s in specs),
         homography=homography,
@@ -549,6 +549,9 @@ class NearFields:
     windows: list[_Span]
     boxes: list[_Span]
     taken: list[_Span]
+    rows: list[_Span]
+    """The whole rows of the fields :attr:`~FieldSpec.printed_as` a form of their own (read in
+    place of their windows)."""
     others: list[_Span]
     short_labels: bool
     homography: np.ndarray
@@ -562,7 +565,9 @@ class NearFields:
         cx, cy = mm.mean(axis=0)
         if _inside(cx, cy, self.boxes):
             return True
-        if (not self.short_labels and _one_character(mm)) or _inside(cx, cy, self.taken):
+        if not self.short_labels and _one_character(mm):
+            return False
+        if _inside(cx, cy, self.taken) and not _inside(cx, cy, self.rows):
             return False
         if any(
             x1 > left and x0 < right and min(y1, bottom) - max(y0, top) > OVER_PRINT * (y1 - y0)
@@ -571,7 +576,7 @@ class NearFields:
             return False
         return any(
             top <= cy <= bottom and x1 >= left and x0 <= right
-            for left, top, right, bottom in self.windows
+            for left, top, right, bottom in self.windows + self.rows
         )
 
 

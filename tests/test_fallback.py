@@ -371,14 +371,20 @@ def test_a_value_printed_as_only_its_field_prints_is_found_wherever_it_lies() ->
 def test_a_field_printed_as_only_it_prints_is_looked_for_across_its_row() -> None:
     """The lines recognised for a field in doubt are those near its box; for one printed as
     only it prints (:func:`printed_as`), those of its whole row: the e-invoice's check code at
-    the top right, 100 mm from the paper form's box."""
+    the top right, 100 mm from the paper form's box, and its code inside the paper form's
+    number box, though the number was read valid (a line in a settled field's box is that
+    field's value, left unread, but where another layout prints a field)."""
     template = TemplateStore().get("vat_invoice")
     ppm = template.px_per_mm
     top_right = _across(ppm, 178.0, 222.0, 27.0)  # the e-invoice's check code
     assert near_fields([template.field("check_code")], template, np.eye(3))(top_right)
-    buyer = template.field("buyer_name")
-    beside = _across(ppm, 150.0, 200.0, buyer.box.y + buyer.box.h / 2)  # the 密码区's row
-    assert not near_fields([buyer], template, np.eye(3))(beside)
+    code, number = template.field("invoice_code"), template.field("invoice_number")
+    e_code = _across(ppm, 177.0, 203.0, 8.5)  # the e-invoice's code, in the number's box
+    assert near_fields([code], template, np.eye(3), settled=[number])(e_code)
+    name, tax_id = template.field("buyer_name"), template.field("buyer_tax_id")
+    in_tax_id = _across(ppm, 50.0, 90.0, tax_id.box.y + 2.5)  # the row below the name's
+    assert not near_fields([name], template, np.eye(3), settled=[tax_id])(in_tax_id)
+    assert near_fields([name], template, np.eye(3))(in_tax_id)
 
 
 def test_a_line_that_grazes_the_forms_print_is_not_taken_for_it() -> None:

@@ -317,6 +317,7 @@ function templateForServer() {
     if (f.starts_with) out.starts_with = f.starts_with; // likewise: the field printed in column
     if (f.check) out.check = f.check; // likewise: the check of its structure (invoice_code, invoice_number, issue_date)
     if (f.absent_when) out.absent_when = f.absent_when; // likewise: where the form lacks it
+    if (f.printed_as) out.printed_as = f.printed_as; // likewise: how only its value is printed
     return out;
   });
   // a field printed in column with another: drop the pairing a deletion broke
