@@ -10,6 +10,7 @@ payload right) in 0.5 ms per page, where OpenCV's ``QRCodeDetector`` read 42 in 
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 import zxingcpp
 
@@ -24,25 +25,49 @@ out of the box. (Not at first: on a blurred photo, the larger crop's clutter hid
 alone gave.)"""
 
 
+BLURRED_SCALE = 2.0
+BLURRED_BLOCK_MM = 2.0
+"""Where neither crop gives a code, it is cut again (with the margin) at twice the template's
+resolution and thresholded against each point's neighbourhood (:data:`BLURRED_BLOCK_MM`
+across, two or three of a code's modules): a photo's code, its modules 3-4 px and blurred,
+that zxing's own binariser does not resolve. On 40 heavy e-invoice photos and 38 photos at an
+angle (seeds 20280000-039) codes read 12 -> 16 and 23 -> 27, a millisecond or two each."""
+
+
 def read_qr(page: np.ndarray, homography: np.ndarray, template: Template) -> str | None:
     """The decoded QR payload in the template's QR box (or, when none is there, within
-    QR_MARGIN_MM of it), or None when there is none."""
+    QR_MARGIN_MM of it; or, when none is read there either, in that crop enlarged and
+    thresholded: :data:`BLURRED_SCALE`), or None when there is none."""
     if template.qr is None:
         return None
-    for margin in (0.0, QR_MARGIN_MM):
-        payload = _read_qr_in(page, homography, template.qr.box, template.px_per_mm, margin)
+    box, ppm = template.qr.box, template.px_per_mm
+    tries = [(0.0, 1.0), (QR_MARGIN_MM, 1.0), (QR_MARGIN_MM, BLURRED_SCALE)]
+    for margin, scale in tries:
+        payload = _read_qr_in(page, homography, box, ppm, margin, scale)
         if payload is not None:
             return payload
     return None
 
 
 def _read_qr_in(
-    page: np.ndarray, homography: np.ndarray, box: Box, ppm: float, margin: float
+    page: np.ndarray,
+    homography: np.ndarray,
+    box: Box,
+    ppm: float,
+    margin: float,
+    scale: float = 1.0,
 ) -> str | None:
+    ppm *= scale
     origin = ((box.x - margin) * ppm, (box.y - margin) * ppm)
     size = (round((box.w + 2 * margin) * ppm), round((box.h + 2 * margin) * ppm))
-    crop, _ = cut_out(page, homography, origin, size)
+    enlarged = homography @ np.diag([1 / scale, 1 / scale, 1.0])
+    crop, _ = cut_out(page, enlarged, origin, size)
     gray = crop if crop.ndim == 2 else crop[..., 2]  # red channel: the red seal drops out
+    if scale > 1.0:
+        block = round(BLURRED_BLOCK_MM * ppm) | 1
+        gray = cv2.adaptiveThreshold(
+            gray, 255, cv2.ADAPTIVE_THRESH_GAUSSIAN_C, cv2.THRESH_BINARY, block, 5
+        )
     found = zxingcpp.read_barcodes(gray, formats=zxingcpp.BarcodeFormat.QRCode)
     return next((code.text for code in found if code.text), None)
 
