@@ -28,7 +28,7 @@ from extractor.fields import (
     rule_fields,
     unconfirmed,
 )
-from extractor.fields.codes import issued_year, printed_year
+from extractor.fields.codes import YEAR_RULES
 from extractor.fields.normalize import MISPLACED_SEPARATOR
 from extractor.parties import Parties, name_key, same_name
 from extractor.qr import qr_values
@@ -499,17 +499,12 @@ def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]
                 flag(field, f"reads as {date}'s digits: its crop may hold the date")
 
 
-FORM_AHEAD_YEARS = 1
-"""How many years an invoice code's printed year may run ahead of the issue date: forms are
-printed for a year and issued in it or later; one year's slack for a batch printed ahead."""
-
-
 def _flag_a_date_its_code_rules_out(template: Template, fields: dict[str, FieldResult]) -> None:
-    """A code or number whose ``check`` reads a year (:func:`_year_ruled_out`) against an issue
+    """A code or number whose ``check`` reads a year (:data:`YEAR_RULES`) against an issue
     date it rules out: one of the two was misread (a 专票 of 3400181196, printed in 2018, read
     issued 2010-06-18). Both readings pass their own checks; each read from print is flagged
     (the QR code's values are left alone)."""
-    codes = [spec for spec in template.fields if spec.check in ("invoice_code", "invoice_number")]
+    codes = [spec for spec in template.fields if spec.check in YEAR_RULES]
     dates = [spec.name for spec in template.fields if spec.kind is FieldKind.date]
     for spec, date_name in product(codes, dates):
         code, date = fields.get(spec.name), fields.get(date_name)
@@ -518,29 +513,13 @@ def _flag_a_date_its_code_rules_out(template: Template, fields: dict[str, FieldR
         issued = (date.value or "")[:4]
         if not issued.isdigit():
             continue
-        ruled_out = _year_ruled_out(spec, code.value or "", int(issued))
+        ruled_out = YEAR_RULES[spec.check](code.value or "", int(issued))
         if ruled_out is None:
             continue
         why = f"{spec.name} {code.value} {ruled_out}, {date_name} {issued}"
         for field in (code, date):
             if field.source != "qr":
                 flag(field, why)
-
-
-def _year_ruled_out(spec: FieldSpec, value: str, issued: int) -> str | None:
-    """What the code ``value`` says of its year that rules out an issue in year ``issued``, or
-    None: an invoice code names the year its form was printed (:func:`printed_year`), issued
-    that year or later, :data:`FORM_AHEAD_YEARS` earlier at most; a 数电票's number the year it
-    was issued (:func:`issued_year`)."""
-    if spec.check == "invoice_code":
-        printed = printed_year(value)
-        if printed is not None and printed > issued + FORM_AHEAD_YEARS:
-            return f"names forms printed in {printed}"
-    if spec.check == "invoice_number":
-        year = issued_year(value)
-        if year is not None and year != issued:
-            return f"names the year it was issued, {year}"
-    return None
 
 
 def _flag_one_tax_id_for_two_parties(template: Template, fields: dict[str, FieldResult]) -> None:

@@ -1901,14 +1901,25 @@ def test_print_in_an_optional_fields_box_read_as_nothing_is_flagged(extractor: E
 
 
 def test_an_e_invoices_top_band_is_read_when_its_qr_code_is_not(extractor: Extractor) -> None:
-    """An e-invoice printed on an A4 sheet, scanned, its QR code not decoded: the paper form's
-    date box held the check code's digits (not a date), the fallback found no 开票日期 (read
-    升亲日期), and the check code found beside 校验码 was flagged as the date's digits. The one
-    date written out in reach of the date's box is the date; the check code then stands. The
-    labels 发票代码 and 发票号码 graze the paper form's № (a millimetre into it): the fallback
-    left them unread as the form's own print, and the invoice code was not found."""
+    """An e-invoice printed on an A4 sheet, scanned, its QR code not decoded (blurred; here
+    covered, since the enlarged read decodes this one): the paper form's date box held the
+    check code's digits (not a date), the fallback found no 开票日期 (read 升亲日期), and the
+    check code found beside 校验码 was flagged as the date's digits. The one date written out
+    in reach of the date's box is the date; the check code then stands. The labels 发票代码 and
+    发票号码 graze the paper form's № (a millimetre into it): the fallback left them unread as
+    the form's own print, and the invoice code was not found."""
     doc = make_document(20373011, "medium", electronic=True, a4=True)
-    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    image = cv2.imdecode(np.frombuffer(doc.jpeg, np.uint8), cv2.IMREAD_COLOR)
+    template = extractor.templates.get("vat_invoice")
+    alignment = register(image, template)
+    assert alignment.matched and alignment.homography is not None and template.qr is not None
+    box, ppm = template.qr.box, template.px_per_mm
+    corners = np.array([[box.x, box.y], [box.x + box.w, box.y], [box.x + box.w, box.y + box.h],
+                        [box.x, box.y + box.h]], np.float64) * ppm  # fmt: skip
+    sticker = cv2.perspectiveTransform(corners[None], alignment.homography)[0]
+    cv2.fillConvexPoly(image, sticker.round().astype(np.int32), (245, 245, 245))
+    covered = cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, 90])[1].tobytes()
+    (page,) = extractor.extract(covered, "vat_invoice").pages
     expected = doc.truth["pages"][0]["fields"]
     assert page.qr is None  # nothing to settle the top band with
     for name in ("invoice_code", "issue_date", "check_code"):

@@ -14,6 +14,9 @@ its division code's first), the channel it was issued by (1) and a sequence (15)
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+
 from extractor.fields.taxid import PROVINCES
 
 SEPARATELY_LISTED_CITIES = frozenset({"2102", "3302", "3502", "3702", "4403"})
@@ -72,13 +75,15 @@ def invoice_code_errors(code: str) -> list[str]:
 DIGITAL_NUMBER_LENGTH = 20
 
 
+def _digital_number(number: str) -> bool:
+    return number.isdigit() and len(number) == DIGITAL_NUMBER_LENGTH
+
+
 def digital_number_errors(number: str) -> list[str]:
     """Why ``number`` (20 digits) cannot be a 数电票's number: its digits 3-4 name no province.
     A national invoice's number (8 digits) has no structure and gives no error here; nor do
     other lengths and characters, which are the regex's and the kind's to tell."""
-    if not number.isdigit() or len(number) != DIGITAL_NUMBER_LENGTH:
-        return []
-    if number[2:4] in PROVINCES:
+    if not _digital_number(number) or number[2:4] in PROVINCES:
         return []
     return [f"its province {number[2:4]} (digits 3-4) is none: a digit misread"]
 
@@ -86,6 +91,31 @@ def digital_number_errors(number: str) -> list[str]:
 def issued_year(number: str) -> int | None:
     """The year a 数电票 was issued, as its 20-digit number reads it, or None for what is no such
     number."""
-    if not number.isdigit() or len(number) != DIGITAL_NUMBER_LENGTH:
-        return None
-    return 2000 + int(number[:2])
+    return 2000 + int(number[:2]) if _digital_number(number) else None
+
+
+FORM_AHEAD_YEARS = 1
+"""How many years an invoice code's printed year may run ahead of the issue date: forms are
+printed for a year and issued in it or later; one year's slack for a batch printed ahead."""
+
+
+def _printed_too_late(code: str, issued: int) -> str | None:
+    printed = printed_year(code)
+    if printed is not None and printed > issued + FORM_AHEAD_YEARS:
+        return f"names forms printed in {printed}"
+    return None
+
+
+def _issued_another_year(number: str, issued: int) -> str | None:
+    year = issued_year(number)
+    return f"names the year it was issued, {year}" if year is not None and year != issued else None
+
+
+YEAR_RULES: Mapping[str, Callable[[str, int], str | None]] = MappingProxyType(
+    {"invoice_code": _printed_too_late, "invoice_number": _issued_another_year}
+)
+"""The structure checks (a field's ``check``) whose value reads a year, each with what the value
+says of it that rules out an issue in a given year (None where nothing does): an invoice code
+names the year its forms were printed (:func:`printed_year`), issued that year or later,
+:data:`FORM_AHEAD_YEARS` earlier at most; a 数电票's number the year it was issued
+(:func:`issued_year`)."""
