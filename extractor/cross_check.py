@@ -72,6 +72,7 @@ def cross_check(
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
     _apply_rules(template, fields, spare_vouched=True)
+    _words_past_reading(template, fields)
     _flag_dates_read_as_codes(template, fields)
     _flag_a_date_its_code_rules_out(template, fields)
     _flag_one_tax_id_for_two_parties(template, fields)
@@ -479,6 +480,63 @@ def _require_confirmation(
         if field is not None and field.value is not None and stated.get(name) != field.value:
             field.errors.append(why)
             field.valid = False
+
+
+def _words_past_reading(template: Template, fields: dict[str, FieldResult]) -> None:
+    """An amount in words read past recognising (no amount: '分分', '万整仟贰佰元角'; more than
+    the slip or two :func:`_mend_words` mends) takes the value of the amount it repeats where a
+    sum that holds vouches for that amount, every field of it read valid unaided (neither
+    mended nor confirmed by a rule) and sure (:data:`MEND_TERM_CONFIDENCE`). The words can
+    tell nothing more then, as where they are not read at all (the QR code states the amount
+    and the sum holds: :meth:`~extractor.pipeline.Extractor.recognize`); the note says what
+    was read. Words that read an amount, in doubt or another, are left to the rules."""
+    values = {name: f.value if f.valid else None for name, f in fields.items()}
+    sums = [rule for rule in holding_rules(template, values) if isinstance(rule, SumRule)]
+    for rule in template.rules:
+        if not isinstance(rule, SameRule):
+            continue
+        for name in rule.fields:
+            field, spec = fields.get(name), template.field(name)
+            if field is None or field.valid or spec.kind is not FieldKind.amount_words:
+                continue
+            if not check_value(spec, field.raw).errors:
+                continue  # an amount: the rules tell whether it is the total's
+            for other in (o for o in rule.fields if o != name and o in fields):
+                vouching = next(
+                    (
+                        s
+                        for s in sums
+                        if other in rule_fields(s)
+                        and name not in rule_fields(s)
+                        and all(_read_unaided(fields.get(n)) for n in rule_fields(s))
+                    ),
+                    None,
+                )
+                if vouching is None:
+                    continue
+                source = fields[other]
+                fields[name] = field.model_copy(
+                    update={
+                        "value": source.value,
+                        "confidence": source.confidence,
+                        "valid": True,
+                        "errors": [],
+                        "note": f"taken from {other}, which {_describe(vouching)} vouches for: "
+                        f"its print read {field.raw!r}, no amount",
+                    }
+                )
+                break
+
+
+def _read_unaided(field: FieldResult | None) -> bool:
+    """Whether a field was read valid as it is (or taken from the QR code) and sure enough to
+    vouch for another (:data:`MEND_TERM_CONFIDENCE`): no mend, no rule's confirmation."""
+    return (
+        field is not None
+        and field.valid
+        and (field.note is None or field.source == "qr")
+        and field.confidence >= MEND_TERM_CONFIDENCE
+    )
 
 
 def _flag_dates_read_as_codes(template: Template, fields: dict[str, FieldResult]) -> None:

@@ -510,10 +510,10 @@ def near_fields(
     that field's value, no label, and no other field's value (the amount beside the tax's
     label 合计, the tax id below the name's); but in the row of a field printed as only it is,
     where another layout prints it (the e-invoice's code inside the paper form's number box).
-    Nor, outside the boxes of ``specs``, a line over
-    the form's own print (``form``: the reference form's lines, reference px) but the labels
-    of ``specs``: another field's label (校验码, 地址、电话) or what the form frames beside them
-    (the 密码区's cipher, the 备注), no value of theirs. The boxes are moved ``down`` mm where
+    Nor, outside the boxes of ``specs``, a line over the form's own print (``form``: the
+    reference form's lines, reference px) but the labels of ``specs``: another field's label
+    (校验码, 地址、电话) or what the form frames beside them (the 密码区's cipher, the 备注), no
+    value of theirs. The boxes are moved ``down`` mm where
     the page's print lies; the form's print is where the form is; a line is placed through the
     page's ``bend`` (:func:`flattened`)."""
     ppm = template.px_per_mm

@@ -624,6 +624,45 @@ def test_a_decimal_point_read_as_a_comma_is_restored() -> None:
     assert total.note == "decimal point read as a comma from amount + tax = total"
 
 
+def test_words_read_past_recognising_take_the_total_a_sum_read_unaided_vouches_for() -> None:
+    """Words blurred to '分分' (no amount) beside a total that amount + tax, each read valid
+    and sure with no help, give to the cent: the words can tell nothing more, as where the QR
+    code's amount lets them go unread; they take the total, the note saying what was read. Not
+    where a term of the sum was mended or confirmed by a rule (it vouches for nothing then),
+    nor where the words read an amount (the rules tell whether it is the total's)."""
+    from extractor.cross_check import cross_check
+
+    vat = TemplateStore().get("vat_invoice")
+
+    def page(words: str, tax_confidence: float = 0.99) -> dict[str, FieldResult]:
+        def read(value: str, confidence: float = 0.99) -> FieldResult:
+            return FieldResult(value=value, raw=f"¥{value}", confidence=confidence, valid=True)
+
+        checked = check_value(vat.field("total_in_words"), words)
+        return {
+            "amount": read("23305.30"),
+            "tax": read("3211.78", tax_confidence),
+            "total": read("26517.08"),
+            "total_in_words": FieldResult(
+                value=checked.value, raw=words, confidence=0.46, valid=False, errors=checked.errors
+            ),
+        }
+
+    fields = page("分分")
+    cross_check(vat, None, fields)
+    words = fields["total_in_words"]
+    assert (words.value, words.valid, words.errors, words.raw) == ("26517.08", True, [], "分分")
+    assert words.note == (
+        "taken from total, which amount + tax = total vouches for: its print read '分分', no amount"
+    )
+    unsure = page("万整仟贰佰元角", tax_confidence=0.7)  # the tax vouches for nothing
+    cross_check(vat, None, unsure)
+    assert not unsure["total_in_words"].valid
+    another = page("贰万陆仟伍佰壹拾柒元整")  # reads 26517.00: a person looks
+    cross_check(vat, None, another)
+    assert another["total_in_words"].value == "26517.00" and not another["total_in_words"].valid
+
+
 def test_a_name_with_a_doubtful_character_is_flagged_and_the_fallback_reads_it(
     extractor: Extractor,
 ) -> None:
