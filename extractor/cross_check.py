@@ -364,7 +364,15 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
             continue
         if _one_edit(text, implied):
             return f"{yen}one character corrected"
+        past = text[len(implied) :]
+        if field.errors and "." in implied and text.startswith(implied) and past.isdigit():
+            return f"{yen}{_PAST_ITS_END}"
     return None
+
+
+_PAST_ITS_END = "digits read past its last decimal dropped"
+"""A failed reading whose start is exactly the value a rule gives, more digits after it
+('¥757.02617' where amount + tax make 757.02: the crop caught the ink past the amount's end)."""
 
 
 def _one_edit(a: str, b: str) -> bool:
