@@ -624,6 +624,38 @@ def test_a_decimal_point_read_as_a_comma_is_restored() -> None:
     assert total.note == "decimal point read as a comma from amount + tax = total"
 
 
+def test_digits_read_past_an_amounts_end_are_dropped_where_a_rule_gives_its_value() -> None:
+    """geometry/0049's total read '¥757.02617' (its crop caught ink past the amount's end):
+    three decimals, refused; the amount and the tax give exactly its start, 757.02, which it
+    takes, the slip in its note. A start that is not that value is left flagged."""
+    from extractor.cross_check import cross_check
+
+    vat = TemplateStore().get("vat_invoice")
+
+    def page(total_raw: str) -> dict[str, FieldResult]:
+        checked = check_value(vat.field("total"), total_raw)
+        return {
+            "amount": FieldResult(value="714.17", raw="¥714.17", confidence=0.99, valid=True),
+            "tax": FieldResult(value="42.85", raw="¥42.85", confidence=0.99, valid=True),
+            "total": FieldResult(
+                value=checked.value,
+                raw=total_raw,
+                confidence=0.9,
+                valid=False,
+                errors=checked.errors,
+            ),
+        }
+
+    fields = page("¥757.02617")
+    cross_check(vat, None, fields)
+    total = fields["total"]
+    assert (total.value, total.valid, total.errors) == ("757.02", True, [])
+    assert total.note == "digits read past its last decimal dropped from amount + tax = total"
+    other = page("¥757.32617")
+    cross_check(vat, None, other)
+    assert not other["total"].valid
+
+
 def test_words_read_past_recognising_take_the_total_a_sum_read_unaided_vouches_for() -> None:
     """Words blurred to '分分' (no amount) beside a total that amount + tax, each read valid
     and sure with no help, give to the cent: the words can tell nothing more, as where the QR
