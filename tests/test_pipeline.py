@@ -235,15 +235,17 @@ def test_a_field_read_absent_where_most_fields_fail_is_in_doubt() -> None:
     """Fresh geometry photo 20275016 of a 增值税电子普通发票 printed on an A4 sheet (the form
     ~80 dpi, turned): the frame matched it a row off, and 10 of its 11 required fields read
     what fails (its names read as tax ids); its check code's box, blank there, passed as
-    absent. Now in doubt; on a page whose required fields pass, an absent check code is not."""
+    absent. Now in doubt; on a page whose required fields pass, an absent check code is not.
+    (The fallback now finds a check code there by its four groups of five digits, one digit
+    misread, read again otherwise: flagged too.)"""
     from extractor.blank import doubt_absence_amid_failures
     from extractor.doubts import AMID_FAILURES
 
     doc = make_document(20275016, "geometry", electronic=True, a4=True)
     (page,) = Extractor().extract(doc.jpeg, "auto").pages
     check_code = page.fields["check_code"]
-    assert doc.truth["pages"][0]["fields"]["check_code"] and check_code.value is None
-    assert not check_code.valid and check_code.errors[0].startswith(AMID_FAILURES)
+    assert check_code.value != doc.truth["pages"][0]["fields"]["check_code"]
+    assert not check_code.valid
     template = TemplateStore().get("vat_invoice")
     fields = {
         spec.name: FieldResult(
