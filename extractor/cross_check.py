@@ -12,7 +12,7 @@ the fields in place and says why in their errors or notes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from difflib import SequenceMatcher
 from itertools import product
 
@@ -416,10 +416,7 @@ def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
                 value = values.get(other)
                 if other == name or value is None or value == field.value:
                     continue
-                vouching = next(
-                    (h for h in holding if other in rule_fields(h) and name not in rule_fields(h)),
-                    None,
-                )
+                vouching = _vouching(holding, other, name)
                 if vouching is None:
                     continue
                 words = _plain_words(amount_to_words(value))
@@ -432,6 +429,16 @@ def _mend_words(template: Template, fields: dict[str, FieldResult]) -> None:
                         f"({other} vouched for by {_describe(vouching)})"
                     )
                     break
+
+
+def _vouching(
+    rules: Sequence[SumRule | SameRule], vouched: str, without: str
+) -> SumRule | SameRule | None:
+    """The first of ``rules`` (rules that hold) naming ``vouched`` and not ``without``: one that
+    vouches for that field without the field it is to give its value to."""
+    return next(
+        (r for r in rules if vouched in rule_fields(r) and without not in rule_fields(r)), None
+    )
 
 
 def _plain_words(text: str) -> str:
@@ -499,7 +506,12 @@ def _words_past_reading(template: Template, fields: dict[str, FieldResult]) -> N
     and the sum holds: :meth:`~extractor.pipeline.Extractor.recognize`); the note says what
     was read. Words that read an amount, in doubt or another, are left to the rules."""
     values = {name: f.value if f.valid else None for name, f in fields.items()}
-    sums = [rule for rule in holding_rules(template, values) if isinstance(rule, SumRule)]
+    unaided = [
+        rule
+        for rule in holding_rules(template, values)
+        if isinstance(rule, SumRule)
+        and all(_read_unaided(fields.get(n)) for n in rule_fields(rule))
+    ]
     for rule in template.rules:
         if not isinstance(rule, SameRule):
             continue
@@ -510,16 +522,7 @@ def _words_past_reading(template: Template, fields: dict[str, FieldResult]) -> N
             if not check_value(spec, field.raw).errors:
                 continue  # an amount: the rules tell whether it is the total's
             for other in (o for o in rule.fields if o != name and o in fields):
-                vouching = next(
-                    (
-                        s
-                        for s in sums
-                        if other in rule_fields(s)
-                        and name not in rule_fields(s)
-                        and all(_read_unaided(fields.get(n)) for n in rule_fields(s))
-                    ),
-                    None,
-                )
+                vouching = _vouching(unaided, other, name)
                 if vouching is None:
                     continue
                 source = fields[other]
