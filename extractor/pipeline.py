@@ -742,19 +742,19 @@ class Extractor:
             }
             found.update(_repeated(prepared, found))
         with _timed(prepared.timings, "recognize"):  # mostly: a crop is cut, then read
-            self._read_wider(prepared.crops, found)
+            crops, reads = self._read_wider(prepared.crops, reads, found)
         with _timed(prepared.timings, "validate"):
             order = [spec.name for spec in prepared.template.fields]
             fields = {name: found[name] for name in order if name in found}
             check_second_prints(prepared.template, found, fields)
             doubt_cut_off(prepared.template, prepared.cut_off, fields)
-            blank = blank_fields(prepared.crops, prepared.template)
+            blank = blank_fields(crops, prepared.template)
             no_tax_id_for_a_person(prepared.template, fields, blank)
-            doubt_print_read_as_nothing(prepared.crops, reads, blank, fields)
-            doubt_late_starts(prepared.template, prepared.crops, fields)
-            doubt_lost_characters(prepared.crops, reads, fields)
+            doubt_print_read_as_nothing(crops, reads, blank, fields)
+            doubt_late_starts(prepared.template, crops, fields)
+            doubt_lost_characters(crops, reads, fields)
         with _timed(prepared.timings, "recognize"):
-            look_again(self.engine, prepared.crops, reads, fields)
+            look_again(self.engine, crops, reads, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -831,20 +831,34 @@ class Extractor:
         cut.refitted = True
         return cut
 
-    def _read_wider(self, crops: Sequence[Crop], fields: dict[str, FieldResult]) -> None:
-        """Fields (and second prints) that failed their checks and whose print runs out of their
-        crop, read again from their wider crop (:attr:`Crop.wider`); a wider reading that passes
-        replaces them."""
-        cut = [c.wider() for c in crops if c.wider is not None and not fields[c.spec.name].valid]
-        again = [crop for crop in cut if crop is not None]
+    def _read_wider(
+        self,
+        crops: Sequence[Crop],
+        reads: Sequence[Recognition | None],
+        fields: dict[str, FieldResult],
+    ) -> tuple[list[Crop], list[Recognition | None]]:
+        """Fields (and second prints) whose print runs out of their crop, read again from their
+        wider crop (:attr:`Crop.wider`); a wider reading that passes, another value, replaces
+        them. Also where the first reading passed: a character cut in half reads as another one
+        (3 as 1) that only a check character would catch, and a check code or a number has
+        none. The crops and reads with the wider ones in their place, for the checks after."""
+        crops, reads = list(crops), list(reads)
+        cut = [(k, c.wider()) for k, c in enumerate(crops) if c.wider is not None]
+        again = [(k, crop) for k, crop in cut if crop is not None]
         if not again:
-            return
-        reads = self.engine.recognize([c.image for c in again], _allowlists(again))
-        for crop, read in zip(again, reads, strict=True):
-            field = self._field(crop.spec, read, crop.quad)
-            if field.valid:
+            return crops, reads
+        wider = self.engine.recognize(
+            [c.image for _, c in again], _allowlists([c for _, c in again])
+        )
+        for (k, crop), read in zip(again, wider, strict=True):
+            field, first = self._field(crop.spec, read, crop.quad), fields[crop.spec.name]
+            if field.valid and field.value != first.value:
                 field.note = "read from a wider crop: the print runs out of the field's box"
+                if first.valid:
+                    field.note += f" (its crop read {first.value}, a character cut)"
                 fields[crop.spec.name] = field
+                crops[k], reads[k] = crop, read
+        return crops, reads
 
     # -- born-digital PDFs ----------------------------------------------------------------------
 
