@@ -926,6 +926,33 @@ def test_amount_in_words_one_character_off_a_vouched_total_takes_its_value() -> 
     assert fields["total_in_words"].value is None and not fields["total_in_words"].valid
 
 
+def test_amount_in_words_that_state_another_amount_are_not_mended_to_a_vouched_total() -> None:
+    """Fresh worn geometry 20291019: the words read whole (叁拾壹万伍仟零肆拾玖圆伍角伍分,
+    315049.55, right), in doubt for a weak 壹 only; the tax and the total both read 9 for 0
+    (26913.27 and 315949.55), adding up with the amount. The words are two characters off the
+    total's (零 for 玖佰) and took its value before. Blur and wear lose characters (拾叁元零叁分
+    for 柒拾叁元零叁分 is mended); they do not read another one sure where the words state an
+    amount: the words keep their value and say they differ from the total."""
+    from extractor.cross_check import _mend_words
+    from extractor.fields import parse_amount_words
+
+    template = TemplateStore().get("vat_invoice")
+    for raw, amounts, mended in (
+        ("拾叁元零叁分", ("64.63", "8.40", "73.03"), True),  # 柒 lost: states 13.03
+        ("叁拾壹万伍仟零肆拾玖圆伍角伍分", ("289036.28", "26913.27", "315949.55"), False),
+    ):
+        fields = _amounts(total_in_words=(None, ["uncertain character"]))
+        for name, value in zip(("amount", "tax", "total"), amounts, strict=True):
+            fields[name].value = fields[name].raw = value
+            fields[name].valid = True
+        words = fields["total_in_words"]
+        words.raw = raw
+        _mend_words(template, fields)
+        assert (words.value == amounts[2], words.valid) == (mended, mended)
+        differ = f"total_in_words and total differ: {parse_amount_words(raw)} vs {amounts[2]}"
+        assert (differ in words.errors) is not mended
+
+
 def test_a_name_the_fallback_found_without_its_start_takes_the_start_from_its_box() -> None:
     """geometry/vat_invoice_0052: a rule across 广 hid it from full-page detection, which found
     '州智顺越东贸易有限责任公司' (and read again from where it began, the same); the box's own
