@@ -118,6 +118,16 @@ def test_a_12_digit_code_ending_in_no_kind_fails(vat: Template) -> None:
     assert [e.split(" (")[0] for e in both] == ["its region 3762", "its kind 84"]
 
 
+def test_a_12_digit_code_starts_with_0(vat: Template) -> None:
+    """037001662311 read 937001662311 by the fallback (an e-invoice on an A4 sheet, photographed:
+    fresh geometry 20291020): a 12-digit VAT invoice code's first digit is 0. A 10-digit code
+    starts with its region."""
+    (error,) = check_value(vat.field("invoice_code"), "937001662311").errors
+    assert error.startswith("its first digit is 9, a 12-digit code's is 0")
+    assert check_value(vat.field("invoice_code"), "037001662311").errors == []
+    assert check_value(vat.field("invoice_code"), "3700193184").errors == []
+
+
 def test_a_digital_numbers_digits_3_4_name_a_province() -> None:
     """A 数电票's 20-digit number: year, province, channel, sequence. 24441000000320341899
     passes; its 44 read 94 names no province. An 8-digit national number is not checked."""

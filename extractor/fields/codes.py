@@ -48,15 +48,18 @@ def printed_year(code: str) -> int | None:
 
 
 def invoice_code_errors(code: str) -> list[str]:
-    """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: its region digits
-    name no tax bureau that issues invoices, or a 12-digit code's last two no kind of invoice
-    (:data:`KINDS_OF_12_DIGITS`). Other lengths and characters are the regex's and the kind's
-    to tell, and give no error here."""
+    """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: a 12-digit code
+    starts with another digit than 0 (the State Taxation Administration's rule for them, 2017
+    No. 44), its region digits name no tax bureau that issues invoices, or a 12-digit code's
+    last two no kind of invoice (:data:`KINDS_OF_12_DIGITS`). Other lengths and characters are
+    the regex's and the kind's to tell, and give no error here."""
     start = _region_at(code)
     if start is None:
         return []
     region = code[start : start + 4]
     errors = []
+    if start == 1 and code[0] != "0":
+        errors.append(f"its first digit is {code[0]}, a 12-digit code's is 0: a digit misread")
     bureau = region in SEPARATELY_LISTED_CITIES or (region[:2] in PROVINCES and region[2:] == "00")
     if not bureau:
         errors.append(
