@@ -48,16 +48,18 @@ class Pins:
     broken_pin: int | None = None
 
 
-def pin_print(alpha: np.ndarray, ppm: float, pins: Pins, rng: np.random.Generator) -> np.ndarray:
+def pin_print(
+    alpha: np.ndarray, ppm: float, pins: Pins, rng: np.random.Generator, fire_at: float = 0.25
+) -> np.ndarray:
     """``alpha`` (the data layer's ink, float32 in [0, 1], ``ppm`` px a mm) printed by ``pins``:
-    a dot wherever the glyphs' ink covers a pin's cell at firing, each dot a soft disc, the
-    ribbon's ink uneven along the page and from dot to dot."""
+    a dot wherever the glyphs' ink covers ``fire_at`` of a pin's cell at firing, each dot a soft
+    disc, the ribbon's ink uneven along the page and from dot to dot. A pin fires where a
+    quarter is covered for text: a thin stroke stays one dot thick, as a printer driver's
+    rasteriser keeps it; a picture (the QR code's bitmap) is sampled, half."""
     h, w = alpha.shape
     ys = np.arange(0.0, h, PIN_PITCH_MM * ppm)
     xs = np.arange(0.0, w, 25.4 / pins.along_dpi * ppm)
-    # a pin fires where the glyphs' ink covers a quarter of its cell: a thin stroke stays one
-    # dot thick, as a printer driver's rasteriser keeps it
-    fired = cv2.resize(alpha, (len(xs), len(ys)), interpolation=cv2.INTER_AREA) > 0.25
+    fired = cv2.resize(alpha, (len(xs), len(ys)), interpolation=cv2.INTER_AREA) > fire_at
     if pins.broken_pin is not None:
         fired[np.arange(len(ys)) % 24 == pins.broken_pin] = False
     row, col = np.nonzero(fired)
@@ -78,6 +80,33 @@ def pin_print(alpha: np.ndarray, ppm: float, pins: Pins, rng: np.random.Generato
     discs = cv2.GaussianBlur(density[:h, :w], (0, 0), sigma) * (2 * np.pi * sigma**2)
     # a worn ribbon leaves grey however often the pins strike one place
     return np.clip(discs, 0, 1) * (pins.ribbon * _mottle((h, w), rng, 8.0 * ppm, 0.7))
+
+
+QR_DOT_GAIN_MM = 0.6  # around the QR code's box, the dots its edge modules spread to
+
+
+def _pin_printed_qr(
+    payload: str,
+    box: list[float],
+    ppm: float,
+    dpi: float,
+    pins: Pins,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """The QR code at ``box`` (mm) printed by ``pins`` as a printer driver sends a bitmap (the
+    pins fire where it is dark at their centre, :func:`pin_print`), over its box and the dots
+    spread past it; -1 elsewhere. Its dots' ink is drawn from a child of ``rng``: the text's
+    dots are as before."""
+    x0, y0, size, _ = box
+    qr = Layer(L.PAGE_W, L.PAGE_H, dpi)
+    _draw_qr(qr, payload, x0, y0, size)
+    (child,) = rng.spawn(1)
+    printed = pin_print(qr.alpha(), ppm, pins, child, fire_at=0.5)
+    out = np.full_like(printed, -1.0)
+    a, b = (round((v - QR_DOT_GAIN_MM) * ppm) for v in (y0, x0))
+    c, d = (round((v + size + QR_DOT_GAIN_MM) * ppm) for v in (y0, x0))
+    out[max(0, a) : c, max(0, b) : d] = printed[max(0, a) : c, max(0, b) : d]
+    return out
 
 
 @dataclass
@@ -398,7 +427,9 @@ def render_invoice(
     data_alpha = data.alpha()
     ink = data_ink or PRINTERS[printer][0]
     if pins is not None:
+        qr_alpha = _pin_printed_qr(inv.qr_payload, qr_box, form.ppm, dpi, pins, nrng)
         data_alpha = pin_print(data_alpha, form.ppm, pins, nrng)
+        np.copyto(data_alpha, qr_alpha, where=qr_alpha >= 0)
     elif printer == "dotmatrix":
         data_alpha = cv2.GaussianBlur(data_alpha, (0, 0), 0.25 * form.ppm / 7.87)
         data_alpha *= _mottle((h, w), nrng, 0.8 * form.ppm, 0.72)
