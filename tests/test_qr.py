@@ -53,6 +53,28 @@ def test_a_blurred_photos_code_is_read_enlarged_and_thresholded(seed: int, level
     )
 
 
+@pytest.mark.parametrize(("seed", "level"), [(20291003, "geometry"), (20291012, "medium")])
+def test_a_code_printed_by_a_dot_matrix_head_is_read_thresholded_at_its_mean(
+    seed: int, level: str
+) -> None:
+    """A national form printed by a 24-pin head (letter quality): its dots spread past the
+    modules' edges, the light modules between dark ones narrowed to a pixel or two. Neither
+    zxing's binariser nor the threshold under the neighbourhood's mean at twice the resolution
+    reads it; at three times, thresholded at the mean itself, it is read
+    (:data:`extractor.qr.INKED_SCALE`)."""
+    from extractor.synth.render import Pins
+
+    doc = make_document(seed, level, pins=Pins())
+    template = TemplateStore().get("vat_invoice")
+    image = cv2.imdecode(np.frombuffer(doc.jpeg, np.uint8), cv2.IMREAD_COLOR)
+    alignment = register(image, template)
+    assert alignment.matched
+    assert (
+        read_qr(image, alignment.homography, template)
+        == doc.truth["pages"][0]["extra"]["qr_payload"]
+    )
+
+
 def test_a_page_whose_code_is_covered_reads_none() -> None:
     template = TemplateStore().get("vat_invoice")
     image = cv2.imread(str(FIXTURES / "clean/vat_invoice_0001.jpg"))
