@@ -128,6 +128,21 @@ def test_a_12_digit_code_starts_with_0(vat: Template) -> None:
     assert check_value(vat.field("invoice_code"), "3700193184").errors == []
 
 
+def test_a_code_naming_forms_printed_years_from_now_fails(vat: Template) -> None:
+    """041002000204 read 041002900204 by the fallback (worn ribbon, heavy 20292007): forms
+    printed in 2029. A code's year digits name when its forms were printed; a year ahead at most
+    (printed for the next year), never more: the check reads this machine's clock, so the
+    code here names 2049. The same for a 数电票's number, which names the year it was issued."""
+    (error,) = check_value(vat.field("invoice_code"), "041004900204").errors
+    assert error.startswith("its year 49 (digits 6-7) names forms printed in 2049")
+    (error,) = check_value(vat.field("invoice_code"), "3200492130").errors
+    assert error.startswith("its year 49 (digits 5-6)")
+    assert check_value(vat.field("invoice_code"), "041002000204").errors == []
+    spec = TemplateStore().get("vat_invoice_digital").field("invoice_number")
+    (error,) = check_value(spec, "49441000000320341899").errors
+    assert error.startswith("its year 49 (digits 1-2) is after this year")
+
+
 def test_a_digital_numbers_digits_3_4_name_a_province() -> None:
     """A 数电票's 20-digit number: year, province, channel, sequence. 24441000000320341899
     passes; its 44 read 94 names no province. An 8-digit national number is not checked."""

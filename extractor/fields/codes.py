@@ -14,6 +14,7 @@ its division code's first), the channel it was issued by (1) and a sequence (15)
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 
@@ -50,9 +51,10 @@ def printed_year(code: str) -> int | None:
 def invoice_code_errors(code: str) -> list[str]:
     """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: a 12-digit code
     starts with another digit than 0 (the State Taxation Administration's rule for them, 2017
-    No. 44), its region digits name no tax bureau that issues invoices, or a 12-digit code's
-    last two no kind of invoice (:data:`KINDS_OF_12_DIGITS`). Other lengths and characters are
-    the regex's and the kind's to tell, and give no error here."""
+    No. 44), its region digits name no tax bureau that issues invoices, its year digits forms
+    printed after this year (this machine's; :data:`FORM_AHEAD_YEARS` ahead at most), or a
+    12-digit code's last two no kind of invoice (:data:`KINDS_OF_12_DIGITS`). Other lengths and
+    characters are the regex's and the kind's to tell, and give no error here."""
     start = _region_at(code)
     if start is None:
         return []
@@ -65,6 +67,12 @@ def invoice_code_errors(code: str) -> list[str]:
         errors.append(
             f"its region {region} (digits {start + 1}-{start + 4}) is no province's (00 after its"
             " two digits) nor a separately listed city's: a digit misread"
+        )
+    printed = printed_year(code)
+    if printed is not None and printed > dt.date.today().year + FORM_AHEAD_YEARS:
+        errors.append(
+            f"its year {code[start + 4 : start + 6]} (digits {start + 5}-{start + 6}) names forms"
+            f" printed in {printed}, more than a year from now: a digit misread"
         )
     if len(code) == 12 and code[10:] not in KINDS_OF_12_DIGITS:
         kinds = ", ".join(sorted(KINDS_OF_12_DIGITS))
@@ -83,12 +91,19 @@ def _digital_number(number: str) -> bool:
 
 
 def digital_number_errors(number: str) -> list[str]:
-    """Why ``number`` (20 digits) cannot be a 数电票's number: its digits 3-4 name no province.
+    """Why ``number`` (20 digits) cannot be a 数电票's number: its digits 3-4 name no province,
+    or its first two a year after this one (this machine's).
     A national invoice's number (8 digits) has no structure and gives no error here; nor do
     other lengths and characters, which are the regex's and the kind's to tell."""
-    if not _digital_number(number) or number[2:4] in PROVINCES:
+    if not _digital_number(number):
         return []
-    return [f"its province {number[2:4]} (digits 3-4) is none: a digit misread"]
+    errors = []
+    if number[2:4] not in PROVINCES:
+        errors.append(f"its province {number[2:4]} (digits 3-4) is none: a digit misread")
+    issued = issued_year(number)
+    if issued is not None and issued > dt.date.today().year:
+        errors.append(f"its year {number[:2]} (digits 1-2) is after this year: a digit misread")
+    return errors
 
 
 def issued_year(number: str) -> int | None:
