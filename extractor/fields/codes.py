@@ -52,7 +52,7 @@ def invoice_code_errors(code: str) -> list[str]:
     """Why ``code`` (digits, 10 or 12 of them) cannot be a VAT invoice's code: a 12-digit code
     starts with another digit than 0 (the State Taxation Administration's rule for them, 2017
     No. 44), its region digits name no tax bureau that issues invoices, its year digits forms
-    printed after this year (this machine's; :data:`FORM_AHEAD_YEARS` ahead at most), or a
+    printed more than :data:`FORM_AHEAD_YEARS` after this year (this machine's), or a
     12-digit code's last two no kind of invoice (:data:`KINDS_OF_12_DIGITS`). Other lengths and
     characters are the regex's and the kind's to tell, and give no error here."""
     start = _region_at(code)
