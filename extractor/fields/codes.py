@@ -68,11 +68,11 @@ def invoice_code_errors(code: str) -> list[str]:
             f"its region {region} (digits {start + 1}-{start + 4}) is no province's (00 after its"
             " two digits) nor a separately listed city's: a digit misread"
         )
-    printed = printed_year(code)
-    if printed is not None and printed > dt.date.today().year + FORM_AHEAD_YEARS:
+    ahead = _printed_too_late(code, dt.date.today().year)  # as for an issue date's year
+    if ahead is not None:
         errors.append(
-            f"its year {code[start + 4 : start + 6]} (digits {start + 5}-{start + 6}) names forms"
-            f" printed in {printed}, more than a year from now: a digit misread"
+            f"its year {code[start + 4 : start + 6]} (digits {start + 5}-{start + 6}) {ahead},"
+            " more than a year from now: a digit misread"
         )
     if len(code) == 12 and code[10:] not in KINDS_OF_12_DIGITS:
         kinds = ", ".join(sorted(KINDS_OF_12_DIGITS))
