@@ -354,6 +354,11 @@ def test_sum_rule_with_three_terms() -> None:
         ("万达商业管理集团有限公司", True),  # everyday numerals and 万 are a name's
         ("壹号餐饮管理有限公司", True),
         ("买", False),  # one character: the label 购买方's, never a name
+        ("公司", False),  # a legal form alone: the name's words before it lost
+        ("有限公司", False),
+        ("集团", False),
+        ("中信集团", True),
+        ("东方公司", True),
         ("李明", True),
         ("北京分众传媒有限公司北京分公司", True),  # a branch's name goes on past the legal form
         ("北京银行股份有限公司北京分行", True),

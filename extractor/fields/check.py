@@ -82,6 +82,9 @@ company's name ends so (a holding's full name goes on: …控股有限公司, �
 found a few characters short does (…医药股 for …医药股份有限公司)."""
 
 _LEGAL_FORM = re.compile(r"有限责任公司|股份有限公司|有限公司")
+_LEGAL_FORM_ALONE = re.compile(r"(?:(?:有限责任|股份有限|有限|股份|集团|控股|分)?公司|集团|企业)")
+"""A legal form with nothing before it (公司, 有限公司, 集团): a name's words lost (too faint, cut
+off at the crop's start) and its end read, which no check of its characters faults."""
 _BRANCH = re.compile(r"(?:分公司|分行|支行|分店|分厂|分部|分所|办事处|营业部|经营部)$")
 """A branch's name goes on past its company's legal form (…有限公司上海分公司)."""
 
@@ -166,7 +169,8 @@ def _name_errors(value: str) -> list[str]:
     on (two printed lines read as one); one with no letter at all is not a name; nor is one
     with a run of 7 digits or more (the address-and-phone line), a word of the form's labels
     (名称, 地址、电话, 开户行及账号) or a colon (a label's end: '称：') in it; nor one that ends
-    inside its legal form (…有限公: a line found short), nor in a few digits after its words (a
+    inside its legal form (…有限公: a line found short), nor one that is a legal form alone
+    (公司: :data:`_LEGAL_FORM_ALONE`), nor in a few digits after its words (a
     tax id's start: :data:`_TRAILING_DIGITS`); nor one half of whose characters, three or more,
     are an amount's capitals (:data:`_CAPITAL_DIGITS`); nor one whose brackets do not pair (a
     bracket lost under a highlighter's edge or a seal: 销售服务福州）有限公司)."""
@@ -196,6 +200,8 @@ def _name_errors(value: str) -> list[str]:
     cut = _CUT_LEGAL_FORM.search(value)
     if cut:
         return [f"{value!r} ends in {cut.group()!r}: its legal form cut short (有限公司?)"]
+    if _LEGAL_FORM_ALONE.fullmatch(value):
+        return [f"{value!r} is a legal form alone: the name before it was not read"]
     return []
 
 
