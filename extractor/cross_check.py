@@ -393,6 +393,11 @@ def _doubt_two_slips(field: FieldResult, slip: str) -> None:
         flag(field, f"{TWO_SLIPS}: another term misread would fit as well")
 
 
+def _two_slipped(field: FieldResult) -> bool:
+    """Whether ``field`` was given a sum's value with two slips mended (:data:`TWO_SLIPS`)."""
+    return any(error.startswith(TWO_SLIPS) for error in field.errors)
+
+
 _PAST_ITS_END = "digits read past its last decimal dropped"
 """A failed reading whose start is exactly the value a rule gives, more digits after it
 ('¥757.02617' where amount + tax make 757.02: the crop caught the ink past the amount's end)."""
@@ -522,8 +527,10 @@ def _require_confirmation(
     slips in the readings (the ¥ read as the same leading digit of a term and the total): then
     the rule cannot tell which, and the field stays flagged. A field that only a rule could
     vouch for (any number passes as an amount) is flagged when none of its rules could be
-    checked, unless the QR code states the same value (``stated``: the values it states)."""
-    values = {name: f.value for name, f in fields.items()}
+    checked, unless the QR code states the same value (``stated``: the values it states). A
+    value mended with two slips (:data:`TWO_SLIPS`) is the rule's own sum, no reading: the rule
+    holds with it by construction and vouches for none of its other fields."""
+    values = {name: None if _two_slipped(f) else f.value for name, f in fields.items()}
     for rule in holding_rules(template, values):
         doubtful = [fields[n] for n in rule_fields(rule)]
         doubtful = [field for field in doubtful if not field.valid and only_doubt(field)]
