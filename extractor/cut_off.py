@@ -7,17 +7,17 @@ box read empty) it is put in doubt, and a check that holds with its value confir
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import cv2
 import numpy as np
 
-from extractor.crops import STRICT_KINDS
+from extractor.crops import STRICT_KINDS, Crop
 from extractor.doubts import AT_EDGE, COVERED, OFF_IMAGE, flag
 from extractor.fullpage import mapped
 from extractor.registration import FLAT_SCORE, frame_outline
 from extractor.result import FieldResult
-from extractor.templates import Template
+from extractor.templates import FieldKind, Template
 
 OFF_IMAGE_SHARE = 0.02
 """A field whose box (where its print lies: moved by the page's print offset) lies more than this
@@ -102,20 +102,74 @@ def _off_image(
     return off
 
 
+CUT_ACROSS = "and its print runs off it: characters may be cut across"
+UNCHECKED_KINDS = frozenset({FieldKind.code, FieldKind.date})
+"""Strict formats with no check character: a value read from print cut across may pass them."""
+
+
 def doubt_cut_off(
     template: Template, cut_off: Mapping[str, str], fields: dict[str, FieldResult]
 ) -> None:
     """Fields the image may have cut off (:func:`fields_cut_off`: name -> why) put in doubt, in
     place: those read empty, and those whose format cannot tell a value cut short (names,
-    amounts: a code, tax id or date that passes its checks stands, as does what the QR code
-    states)."""
+    amounts: a code, tax id or date that passes its checks stands, unless its print runs off
+    the image (:func:`prints_cut_across`), as does what the QR code states)."""
     for name, why in cut_off.items():
         field = fields.get(name)
         if field is None or field.source == "qr":
             continue
-        if field.value and field.valid and template.field(name).kind in STRICT_KINDS:
+        strict = template.field(name).kind in STRICT_KINDS
+        if field.value and field.valid and strict and not why.endswith(CUT_ACROSS):
             continue
         flag(field, why)
+
+
+def prints_cut_across(
+    cut_off: Mapping[str, str], crops: Sequence[Crop], size: tuple[int, int]
+) -> dict[str, str]:
+    """``cut_off`` (name -> why), where a code's or a date's print runs off the image of
+    ``size`` (h, w) (:func:`print_runs_off`, its crop among ``crops``) saying so
+    (:data:`CUT_ACROSS`): the edge cuts its characters across, and nothing checks a code's
+    digits (a 数电票 number's 7s, their tops cut off by a scan's edge, read as 1s: twenty digits
+    that passed). Whoever reads that print reads it cut. A tax id's check character tells."""
+    out = dict(cut_off)
+    for crop in crops:
+        name, kind = crop.spec.name, crop.spec.kind
+        if name in cut_off and kind in UNCHECKED_KINDS and print_runs_off(crop, size):
+            out[name] = f"{cut_off[name]}, {CUT_ACROSS}"
+    return out
+
+
+EDGE_BAND_PX = 2
+"""How near the image's edge (crop px) ink counts as running off it."""
+MIN_INK_AT_EDGE = 3
+"""Ink pixels that many or more in that band: print cut by the edge, not a speck."""
+MIN_CONTRAST = 48
+"""A crop whose darkest and lightest grey differ less holds no print to find."""
+
+
+def print_runs_off(crop: Crop, size: tuple[int, int]) -> bool:
+    """Whether the print in ``crop`` runs off an image of ``size`` (h, w): its ink (darker than
+    the crop's Otsu threshold) reaches within :data:`EDGE_BAND_PX` of where the crop leaves the
+    image (cut out white there: :func:`~extractor.crops.cut_out`)."""
+    image = crop.image if crop.image.ndim == 2 else cv2.cvtColor(crop.image, cv2.COLOR_BGR2GRAY)
+    h, w = image.shape
+    height, width = size
+    corners = np.array([[0, 0], [w, 0], [w, h], [0, h]], np.float32)
+    to_page = cv2.getPerspectiveTransform(corners, crop.quad.astype(np.float32))
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float64)
+    points = cv2.perspectiveTransform(np.stack([xx + 0.5, yy + 0.5], -1).reshape(1, -1, 2), to_page)
+    x, y = points.reshape(h, w, 2).transpose(2, 0, 1)
+    outside = (x < 0) | (y < 0) | (x > width) | (y > height)
+    if not outside.any() or outside.all():
+        return False
+    low, high = np.percentile(image[~outside], (2, 98))
+    if high - low < MIN_CONTRAST:
+        return False
+    _, ink = cv2.threshold(image, 0, 1, cv2.THRESH_BINARY_INV | cv2.THRESH_OTSU)
+    side = 2 * EDGE_BAND_PX + 1
+    near = cv2.dilate(outside.astype(np.uint8), np.ones((side, side), np.uint8)).astype(bool)
+    return int(np.count_nonzero(ink.astype(bool) & near & ~outside)) >= MIN_INK_AT_EDGE
 
 
 def maybe_cut_off(field: FieldResult) -> bool:

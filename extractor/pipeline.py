@@ -34,7 +34,7 @@ from extractor.blank import (
 from extractor.covered import covered_names
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
 from extractor.cross_check import another_way, check_parties, close_to_registered, cross_check
-from extractor.cut_off import doubt_cut_off, fields_cut_off, maybe_cut_off
+from extractor.cut_off import doubt_cut_off, fields_cut_off, maybe_cut_off, prints_cut_across
 from extractor.doubts import (
     DECIMALS,
     EARLY_END,
@@ -559,7 +559,8 @@ class Extractor:
         prepared = PreparedPage(index, template, alignment, crops, timings, qr, keep, mode)
         prepared.stated, prepared.down, prepared.form = stated, down, form
         size, score = image.shape[:2], alignment.score
-        prepared.cut_off = fields_cut_off(size, template, homography, down, score)
+        cut_off = fields_cut_off(size, template, homography, down, score)
+        prepared.cut_off = prints_cut_across(cut_off, crops, size)
         if on_form is not None:
             prepared.cut_off = covered_names(template, on_form) | prepared.cut_off
         return prepared

@@ -236,6 +236,39 @@ def test_a_field_the_image_cuts_off_is_not_passed_as_absent(extractor: Extractor
     assert "its box lies 100% off the image: the page is cut off there" in check_code.errors
 
 
+def test_a_code_whose_print_the_scans_edge_cuts_across_is_in_doubt(extractor: Extractor) -> None:
+    """Fresh medium 数电票 scan 20294012: the scan's top edge runs through its number, turned a
+    little, and cut the tops off its last digits: the 7s read as 1s, twenty digits that passed
+    (25211000000939211211 for 25211000000939277277). A code has no check digit: one whose box
+    lies off the image and whose print runs off it is in doubt, whoever reads it (the fallback
+    reads the same cut print)."""
+    doc = make_digital_document(20294012, "medium")
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice_digital").pages
+    number = page.fields["invoice_number"]
+    assert not number.valid
+    assert any(
+        e.endswith("its print runs off it: characters may be cut across") for e in number.errors
+    )
+
+
+def test_print_runs_off_where_its_ink_meets_the_images_edge() -> None:
+    """:func:`print_runs_off`: a crop whose top rows lie above the image (cut out white) runs
+    off it where its ink reaches those rows, not where only its margin does."""
+    from extractor.crops import Crop
+    from extractor.cut_off import print_runs_off
+
+    spec = TemplateStore().get("vat_invoice_digital").field("invoice_number")
+    image = np.full((40, 240), 255, np.uint8)
+    cv2.putText(image, "25211000", (4, 34), cv2.FONT_HERSHEY_SIMPLEX, 1.0, 0, 2)
+    top = int(np.flatnonzero((image < 128).any(axis=1))[0])  # the print's first row
+    for above, runs_off in ((top + 3, True), (top - 4, False), (0, False)):
+        quad = np.float32([[100, -above], [340, -above], [340, 40 - above], [100, 40 - above]])
+        crop = Crop(spec, image, quad, True)
+        assert print_runs_off(crop, (1000, 1500)) is runs_off, above
+    blank = Crop(spec, np.full((40, 240), 250, np.uint8), quad - np.float32([0, 20]), True)
+    assert not print_runs_off(blank, (1000, 1500))  # no print
+
+
 def test_a_field_read_absent_where_most_fields_fail_is_in_doubt() -> None:
     """Fresh geometry photo 20275016 of a 增值税电子普通发票 printed on an A4 sheet (the form
     ~80 dpi, turned): the frame matched it a row off, and 10 of its 11 required fields read
