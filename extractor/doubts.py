@@ -21,6 +21,9 @@ OFF_IMAGE = "its box lies"  # a field whose box runs off the image (the page cut
 AT_EDGE = "the form's frame runs along"  # a field of a form that may be cut off and misplaced
 COVERED = COVERED_BY  # a name beside whose box the form's print is missing (covered?)
 UNENDED = "the name ends in no word a name ends in"  # …公司, …学校, …店: read short of its end?
+MISREAD_PLACE = "its place may be misread"
+"""A name one character off the place its tax id was registered in, which the recogniser reads
+as that place nearly as likely (:mod:`extractor.places`)."""
 AMID_FAILURES = "read absent where most of the page's fields fail their checks"
 """A field read absent (an optional one left blank, a person's tax id) on a page whose boxes
 mostly read what fails: the boxes may not lie over the print (the form matched misplaced)."""
@@ -39,6 +42,7 @@ DOUBT = (
     AT_EDGE,
     COVERED,
     UNENDED,
+    MISREAD_PLACE,
     AMID_FAILURES,
     REFITTED,
 )

@@ -90,6 +90,7 @@ from extractor.parties import (
     load_parties,
     same_name,
 )
+from extractor.places import doubt_misread_places
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
 from extractor.registration import (
@@ -772,6 +773,9 @@ class Extractor:
                 missed, labels = f"the fallback could not run ({exc}); fields left flagged", None
             if registration is None and labels is not None:
                 registration = "labels"
+        with _timed(prepared.timings, "recognize"):  # whoever read them: the same print
+            scores = getattr(self.engine, "likelihoods", None)
+            doubt_misread_places(scores, prepared.template, crops, fields)
         if prepared.refitted:
             for field in fields.values():
                 if field.valid and field.source != "qr":

@@ -64,6 +64,12 @@ class CascadeRecognizer:
         self._known = frozenset(known) if known else None
         self._fits: dict[str, bool] = {}
 
+    def likelihoods(self, crop: np.ndarray, texts: Sequence[str]) -> list[float | None]:
+        """``full``'s :meth:`~extractor.engines.ctc.CTCLineReader.likelihoods` (None for each
+        where it cannot tell)."""
+        score = getattr(self.full, "likelihoods", None)
+        return score(crop, texts) if score is not None else [None] * len(texts)
+
     def _for_fast(self, allowed: str | None) -> bool:
         if allowed is None:
             return False

@@ -92,6 +92,26 @@ def ctc_collapse(
     return Recognition(unify_radicals("".join(text)), confidence, rounded, positions)
 
 
+def ctc_log_likelihood(probs: np.ndarray, labels: Sequence[int]) -> float:
+    """log P(``labels`` | ``probs``) under CTC (class 0 the blank): every path of the (T, C)
+    probability matrix that collapses to the labels, summed (the forward algorithm)."""
+    logp = np.log(np.maximum(probs, 1e-30))
+    if not len(labels):
+        return float(logp[:, 0].sum())  # blanks all along
+    path = np.zeros(2 * len(labels) + 1, dtype=np.int64)  # blank, label, blank, label, ... blank
+    path[1::2] = labels
+    # a step may skip the blank between two labels that differ
+    skips = np.zeros(len(path), dtype=bool)
+    skips[3::2] = path[3::2] != path[1:-2:2]
+    alpha = np.full(len(path), -np.inf)
+    alpha[: min(2, len(path))] = logp[0, path[:2]]
+    for row in logp[1:]:
+        stay, advance = alpha, np.concatenate(([-np.inf], alpha[:-1]))
+        skip = np.where(skips, np.concatenate(([-np.inf, -np.inf], alpha[:-2])), -np.inf)
+        alpha = np.logaddexp(np.logaddexp(stay, advance), skip) + row[path]
+    return float(np.logaddexp.reduce(alpha[-2:]))
+
+
 class CTCLineReader:
     """Width-bucketed batches through a CTC recognition network, decoded under allowlists.
 
@@ -178,6 +198,22 @@ class CTCLineReader:
                     cached[self._class_index[ch]] = True
             self._masks[allowlist] = cached
         return cached
+
+    def likelihoods(self, crop: np.ndarray, texts: Sequence[str]) -> list[float | None]:
+        """How likely the network finds each of ``texts`` as ``crop``'s line: the natural log of
+        its probability, every alignment of its characters summed (:func:`ctc_log_likelihood`).
+        None for a text with a character the model does not know, and for every text where the
+        network answers only its best class (:attr:`decodes_on_device`)."""
+        if self.decodes_on_device:
+            return [None] * len(texts)
+        probs = np.asarray(self.forward(prepare_line(crop, self.height)[None]))[0]
+        index = self._class_index
+        return [
+            ctc_log_likelihood(probs, [index[ch] for ch in text])
+            if all(ch in index for ch in text)
+            else None
+            for text in texts
+        ]
 
     def recognize(
         self, crops: Sequence[np.ndarray], allowlists: Sequence[str | None]
