@@ -7,7 +7,7 @@ box read empty) it is put in doubt, and a check that holds with its value confir
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 import cv2
 import numpy as np
@@ -108,18 +108,24 @@ UNCHECKED_KINDS = frozenset({FieldKind.code, FieldKind.date})
 
 
 def doubt_cut_off(
-    template: Template, cut_off: Mapping[str, str], fields: dict[str, FieldResult]
+    template: Template,
+    cut_off: Mapping[str, str],
+    fields: dict[str, FieldResult],
+    checked: Collection[str] = (),
 ) -> None:
     """Fields the image may have cut off (:func:`fields_cut_off`: name -> why) put in doubt, in
     place: those read empty, and those whose format cannot tell a value cut short (names,
     amounts: a code, tax id or date that passes its checks stands, unless its print runs off
-    the image (:func:`prints_cut_across`), as does what the QR code states)."""
+    the image (:func:`prints_cut_across`) and its reading is not among those ``checked`` (put
+    in doubt so before, and confirmed since: a second print that reads alike), as does what
+    the QR code states)."""
     for name, why in cut_off.items():
         field = fields.get(name)
         if field is None or field.source == "qr":
             continue
         strict = template.field(name).kind in STRICT_KINDS
-        if field.value and field.valid and strict and not why.endswith(CUT_ACROSS):
+        cut_across = why.endswith(CUT_ACROSS) and name not in checked
+        if field.value and field.valid and strict and not cut_across:
             continue
         flag(field, why)
 
@@ -142,8 +148,10 @@ def prints_cut_across(
 
 EDGE_BAND_PX = 2
 """How near the image's edge (crop px) ink counts as running off it."""
-MIN_INK_AT_EDGE = 3
-"""Ink pixels that many or more in that band: print cut by the edge, not a speck."""
+CHARACTER_SHARE = 1 / 3
+"""About a digit's width as a share of its crop's height (the line fills half of it): ink at
+the edge along that much of it is print cut across; less, a nick off one character's corner
+(a photo's corner through a code's first 0, read right)."""
 MIN_CONTRAST = 48
 """A crop whose darkest and lightest grey differ less holds no print to find."""
 
@@ -151,7 +159,8 @@ MIN_CONTRAST = 48
 def print_runs_off(crop: Crop, size: tuple[int, int]) -> bool:
     """Whether the print in ``crop`` runs off an image of ``size`` (h, w): its ink (darker than
     the crop's Otsu threshold) reaches within :data:`EDGE_BAND_PX` of where the crop leaves the
-    image (cut out white there: :func:`~extractor.crops.cut_out`)."""
+    image (cut out white there: :func:`~extractor.crops.cut_out`), along a character's width
+    or more (:data:`CHARACTER_SHARE`)."""
     image = crop.image if crop.image.ndim == 2 else cv2.cvtColor(crop.image, cv2.COLOR_BGR2GRAY)
     h, w = image.shape
     height, width = size
@@ -169,7 +178,9 @@ def print_runs_off(crop: Crop, size: tuple[int, int]) -> bool:
     _, ink = cv2.threshold(image, 0, 1, cv2.THRESH_BINARY_INV | cv2.THRESH_OTSU)
     side = 2 * EDGE_BAND_PX + 1
     near = cv2.dilate(outside.astype(np.uint8), np.ones((side, side), np.uint8)).astype(bool)
-    return int(np.count_nonzero(ink.astype(bool) & near & ~outside)) >= MIN_INK_AT_EDGE
+    at_edge = ink.astype(bool) & near & ~outside
+    along = max(np.count_nonzero(at_edge.any(axis=0)), np.count_nonzero(at_edge.any(axis=1)))
+    return bool(along >= CHARACTER_SHARE * h)
 
 
 def maybe_cut_off(field: FieldResult) -> bool:

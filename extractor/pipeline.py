@@ -748,8 +748,8 @@ class Extractor:
         with _timed(prepared.timings, "validate"):
             order = [spec.name for spec in prepared.template.fields]
             fields = {name: found[name] for name in order if name in found}
-            check_second_prints(prepared.template, found, fields)
             doubt_cut_off(prepared.template, prepared.cut_off, fields)
+            check_second_prints(prepared.template, found, fields)  # which may settle a cut print
             blank = blank_fields(crops, prepared.template)
             no_tax_id_for_a_person(prepared.template, fields, blank)
             doubt_print_read_as_nothing(crops, reads, blank, fields)
@@ -1087,7 +1087,8 @@ class Extractor:
                 cut_off = fields_cut_off(image.shape[:2], template, homography)
                 on_form = ink_on_form(image, template, homography)
                 cut_off = covered_names(template, on_form) | cut_off
-            doubt_cut_off(template, cut_off, merged)
+            kept = {name for name, field in merged.items() if field is fields.get(name)}
+            doubt_cut_off(template, cut_off, merged, kept)
         return merged, labels if labels.homography is not None else None
 
     def _fallback_lines(

@@ -251,6 +251,22 @@ def test_a_code_whose_print_the_scans_edge_cuts_across_is_in_doubt(extractor: Ex
     )
 
 
+def test_a_nick_off_a_codes_first_digit_leaves_it_standing(extractor: Extractor) -> None:
+    """Fresh geometry photo 20295006: the photo's edge runs through the corner of its invoice
+    code's box and nicks the top of its first 0, a few columns of it; the code reads right. Ink
+    at the edge along less than a character's width is no print cut across: the code stands."""
+    from extractor.cut_off import CUT_ACROSS, fields_cut_off
+
+    doc = make_document(20295006, "geometry")
+    image = cv2.imdecode(np.frombuffer(doc.jpeg, np.uint8), cv2.IMREAD_COLOR)
+    template = TemplateStore().get("vat_invoice")
+    homography = register(image, template).homography
+    assert "invoice_code" in fields_cut_off(image.shape[:2], template, homography)
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    code = page.fields["invoice_code"]
+    assert not any(e.endswith(CUT_ACROSS) for e in code.errors)
+
+
 def test_print_runs_off_where_its_ink_meets_the_images_edge() -> None:
     """:func:`print_runs_off`: a crop whose top rows lie above the image (cut out white) runs
     off it where its ink reaches those rows, not where only its margin does."""
