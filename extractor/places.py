@@ -48,14 +48,17 @@ def _short(name: str) -> str:
     return short if len(short) >= 2 else name
 
 
-@cache
 def places_of(tax_id: str) -> tuple[str, ...]:
     """The places a unified social credit code says its holder was registered in: the names
     of its division code's province, prefecture and county, whole and short (天津市, 天津,
     滨海新区); none for another kind of id, or a division the table does not hold."""
     if len(tax_id) != USCC_LENGTH or not tax_id[2:8].isdigit():
         return ()
-    division = tax_id[2:8]
+    return _places(tax_id[2:8])
+
+
+@cache  # a few thousand divisions at most
+def _places(division: str) -> tuple[str, ...]:
     codes = (division[:2] + "0000", division[:4] + "00", division)
     names = [DIVISION_DATA[code] for code in dict.fromkeys(codes) if code in DIVISION_DATA]
     return tuple(dict.fromkeys(form for name in names for form in (name, _short(name))))
