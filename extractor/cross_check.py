@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping, Sequence
+from decimal import Decimal
 from difflib import SequenceMatcher
 from itertools import product
 
@@ -165,13 +166,16 @@ def _mend_amounts(
             if (
                 field is None
                 or spec.kind is not FieldKind.amount
-                or field.value is None
                 or field.value == implied
                 or field.source == "qr"  # what the code states is no reading to mend
             ):
                 continue
-            surer = None if field.errors else _surer(template, values, stated, rule, name, implied)
-            slip = _slip(field, implied, passed_over=surer is not None)
+            surer: str | None = None
+            slip = _stars_misread(field, spec, implied)
+            if slip is None and field.value is not None:
+                if not field.errors:
+                    surer = _surer(template, values, stated, rule, name, implied)
+                slip = _slip(field, implied, passed_over=surer is not None)
             if slip is None:
                 continue
             field.value = values[name] = implied
@@ -375,6 +379,27 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
         past = text[len(implied) :]
         if field.errors and "." in implied and text.startswith(implied) and past.isdigit():
             return f"{yen}{_PAST_ITS_END}"
+    return None
+
+
+STARS_MISREAD = "its *** (none due) read otherwise or lost"
+STARS_READ = 4
+"""At most this many characters in a reading of a tax's ``***`` (three stars, a rule or a speck
+beside them) that :func:`_stars_misread` takes for them."""
+
+
+def _stars_misread(field: FieldResult, spec: FieldSpec, implied: str) -> str | None:
+    """:data:`STARS_MISREAD` where a tax the form prints ``***`` when none is due (exempt, 免税;
+    not taxed, 不征税: the ``tax`` normaliser's) failed its checks, read as what blur and a
+    ruling through the stars make of them ('***1', '*4*', '8', '049') or as nothing (faint
+    stars lost to blur), and amount + tax = total says none is due (the amount and the total
+    read alike, sure). A few characters, no ¥ and no decimal point: a tax printed as an amount
+    shows both."""
+    if spec.normalizer != "tax" or not field.errors or Decimal(implied) != 0:
+        return None
+    text = "".join(field.raw.split())
+    if len(text) <= STARS_READ and not any(mark in text for mark in DECIMAL_POINTS + _YEN):
+        return STARS_MISREAD
     return None
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.cross_check import (
+    STARS_MISREAD,
     TWO_SLIPS,
     _flag_dates_read_as_codes,
     _mend_amounts,
@@ -894,6 +895,43 @@ def test_a_sum_made_to_hold_by_two_slips_vouches_for_none_of_its_other_amounts()
     _mend_amounts(template, fields)
     _require_confirmation(template, fields, {"amount": "1225.75"})
     assert fields["amount"].valid and not fields["total"].valid
+
+
+def test_a_tax_whose_stars_were_read_otherwise_is_none_where_the_amount_is_the_total() -> None:
+    """An exempt sale's tax prints ***: blur and a ruling through the stars read '***1', '*4*',
+    '8' or nothing. Where the amount and the total read alike and sure, none is due: the tax is
+    0.00, saying why. Not a tax read with its point or its ¥ (printed as an amount), not where
+    the sum leaves a tax due, not the amount's box."""
+    template = TemplateStore().get("vat_invoice")
+    for raw in ("***1", "*4*", "8", ""):
+        fields = _amounts(tax=(raw or None, ["empty"] if not raw else ["unexpected '*'"]))
+        fields["amount"].value = fields["amount"].raw = "5100.00"
+        _mend_amounts(template, fields)
+        tax = fields["tax"]
+        assert (tax.value, tax.valid, tax.raw) == ("0.00", True, raw)
+        assert tax.note == f"{STARS_MISREAD} from amount + tax = total"
+    for raw in ("28.50", "¥18", "1*2*3"):  # an amount printed, or more than the stars make
+        fields = _amounts(tax=(raw, ["uncertain"]))
+        fields["amount"].value = "5100.00"
+        _mend_amounts(template, fields)
+        assert fields["tax"].value == raw and not fields["tax"].valid
+    fields = _amounts(tax=("***1", ["uncertain"]))  # 586.73 due: not the stars
+    _mend_amounts(template, fields)
+    assert fields["tax"].value == "***1" and not fields["tax"].valid
+
+
+@pytest.mark.parametrize(("seed", "level"), [(20295005, "medium"), (20295014, "geometry")])
+def test_an_exempt_tax_read_with_a_ruling_through_its_stars_is_none(
+    extractor: Extractor, seed: int, level: str
+) -> None:
+    """Fresh exempt pages whose tax's stars the page's ruling crosses: read '***1' (medium) and
+    '*4*' (a steep photo), flagged; the QR code's amount and the total read alike say none is
+    due."""
+    doc = make_document(seed, level, tax_exempt=True)
+    (page,) = extractor.extract(doc.jpeg, "vat_invoice").pages
+    tax = page.fields["tax"]
+    assert (tax.value, tax.valid, tax.source) == ("0.00", True, "roi")
+    assert "*" in tax.raw and tax.note is not None and tax.note.startswith(STARS_MISREAD)
 
 
 def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_together() -> None:
