@@ -352,7 +352,7 @@ _POINT_SLIPS = {
 }
 """The slips of the point, each with the errors it explains: the others (a doubtful digit)
 stay."""
-_NOT_AMOUNT = re.compile(r"[^0-9.]")
+_NOT_AMOUNT = re.compile(r"[^0-9.-]")  # a red-letter amount keeps its minus
 
 
 def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | None:

@@ -920,6 +920,30 @@ def test_a_tax_whose_stars_were_read_otherwise_is_none_where_the_amount_is_the_t
     assert fields["tax"].value == "***1" and not fields["tax"].valid
 
 
+def test_a_red_letter_invoices_amounts_are_mended_negative() -> None:
+    """A red-letter invoice's amounts are all negative: its minus read as a point
+    ('¥.7477.88') or lost ('42.90') is one character the sum rule gives back (fresh heavy and
+    geometry red-letter pages 20297009, 20297012). A term is not given a sign its total lacks."""
+    template = TemplateStore().get("vat_invoice")
+    red = {
+        "amount": "-7477.88",
+        "tax": "-972.12",
+        "total": "-8450.00",
+        "total_in_words": "-8450.00",
+    }
+    for name, raw in (("amount", "¥.7477.88"), ("tax", "¥972.12"), ("total", "-845O.00")):
+        fields = _amounts(**{name: (raw, ["misread"])})
+        for other, value in red.items():
+            if other != name:
+                fields[other].value = fields[other].raw = value
+        _mend_amounts(template, fields)
+        assert (fields[name].value, fields[name].valid) == (red[name], True)
+        assert fields[name].note == "one character corrected from amount + tax = total"
+    fields = _amounts(tax=("¥-58.73", ["misread"]))  # 586.73 due, positive as its total
+    _mend_amounts(template, fields)
+    assert fields["tax"].value == "¥-58.73" and not fields["tax"].valid
+
+
 @pytest.mark.parametrize(("seed", "level"), [(20295005, "medium"), (20295014, "geometry")])
 def test_an_exempt_tax_read_with_a_ruling_through_its_stars_is_none(
     extractor: Extractor, seed: int, level: str

@@ -373,8 +373,8 @@ def _same_error(rule: SameRule, values: Mapping[str, str | None]) -> str | None:
 def implied_values(rule: SumRule | SameRule, values: Mapping[str, str | None]) -> dict[str, str]:
     """What each field a rule names must hold, given the other fields' values (those that are
     numbers): the sum of the terms for the total, the total less the other terms for a term
-    (when not negative: none is due on a sale exempt from tax), another field's value for a
-    "same" rule."""
+    (none, where the sale is exempt from tax; negative only where the total is, as every amount
+    of a red-letter invoice), another field's value for a "same" rule."""
     numbers = {name: _as_decimal(values.get(name)) for name in rule_fields(rule)}
     implied: dict[str, str] = {}
     if isinstance(rule, SumRule):
@@ -386,7 +386,7 @@ def implied_values(rule: SumRule | SameRule, values: Mapping[str, str | None]) -
             others = [t for j, t in enumerate(terms) if j != i]
             if equals is not None and all(t is not None for t in others):
                 rest = equals - sum((t for t in others if t is not None), Decimal(0))
-                if rest >= 0:
+                if rest >= 0 or equals < 0:
                     implied[name] = _money(rest)
     else:
         for name in rule.fields:
