@@ -103,6 +103,7 @@ from extractor.registration import (
 from extractor.result import DocumentResult, FieldResult, PageResult, Timings
 from extractor.second_look import keep_a_second_look, look_again, looked_again_only
 from extractor.second_prints import check_second_prints, printed_alike
+from extractor.tax_id_repair import repair_tax_ids
 from extractor.templates import (
     AGAIN,
     AUTO,
@@ -757,6 +758,8 @@ class Extractor:
             doubt_lost_characters(crops, reads, fields)
         with _timed(prepared.timings, "recognize"):
             look_again(self.engine, crops, reads, fields)
+            scores = getattr(self.engine, "likelihoods", None)
+            repair_tax_ids(scores, prepared.template, crops, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
@@ -774,7 +777,6 @@ class Extractor:
             if registration is None and labels is not None:
                 registration = "labels"
         with _timed(prepared.timings, "recognize"):  # whoever read them: the same print
-            scores = getattr(self.engine, "likelihoods", None)
             doubt_misread_places(scores, prepared.template, crops, fields)
         if prepared.refitted:
             for field in fields.values():

@@ -1,0 +1,116 @@
+"""A tax id that fails its checks, read one character off an id that passes them.
+
+GB 32100's check character catches every single misread of a unified social credit code, and
+its division and organisation codes most pairs (:mod:`extractor.fields.taxid`). Few ids lie one
+character away from a reading (a character changed, lost or read twice) and pass every check:
+a handful of the ~560. The recogniser is asked how likely it finds each of them in the field's
+crop (:meth:`~extractor.engines.ctc.CTCLineReader.likelihoods`). Where one reads nearly as
+likely as what was read (:data:`SURE_COST`) and clearly likelier than every other
+(:data:`REPAIR_MARGIN`), it is the id; a little less likely (:data:`REPAIR_COST`), it is taken
+in doubt. The note says what was read. A reading two or more characters off mostly finds no
+such id, or one far less likely than what was read: it stays as read, flagged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from extractor.crops import Crop
+from extractor.doubts import (
+    DOUBT,
+    LOW_CONFIDENCE,
+    READ_AGAIN,
+    TAKEN_FOR,
+    UNCERTAIN_CHARACTER,
+    flag,
+)
+from extractor.fields import tax_id_errors
+from extractor.fields.charsets import USCC_CHARSET
+from extractor.fields.taxid import USCC_LENGTH
+from extractor.places import Likelihoods
+from extractor.result import FieldResult
+from extractor.templates import FieldKind, Template
+
+SURE_COST = 3.0
+"""How much less likely (natural log) than the reading the recogniser may find the id taken for
+it, for the id to pass: e^3, 20 times. Of 226 ids that failed their checks on 562 blurred fresh
+pages (heavy and geometry, eleven kinds of form; seeds 20294000-, 20295000-, 20297100-,
+20297200-), 76 lay one character off ids that pass every check. The right id was the likeliest
+51 times, within 3.0 of the reading in 45 (3.1-6.1 less likely in the others); where it was
+not (the reading two or more off), the likeliest read 3.7 less likely or more."""
+REPAIR_COST = 5.0
+"""Up to this much less likely (e^5, ~150 times), the id is taken in doubt
+(:data:`~extractor.doubts.TAKEN_FOR`): more often right than the reading, not sure."""
+REPAIR_MARGIN = 5.0
+"""How much likelier (natural log) than every other id one character off the reading the one
+taken must be: where two read about as likely (0.6-3.9 apart on the pages above, a wrong id the
+likeliest each time), the print does not tell them apart."""
+
+
+def one_edit_ids(read: str) -> list[str]:
+    """The unified social credit codes one character off ``read`` (a character changed, added
+    or dropped) that pass every check of a tax id, in a stable order."""
+    n = len(read)
+    edits: set[str] = set()
+    if n == USCC_LENGTH:
+        edits = {read[:i] + c + read[i + 1 :] for i in range(n) for c in USCC_CHARSET}
+    elif n == USCC_LENGTH - 1:
+        edits = {read[:i] + c + read[i:] for i in range(n + 1) for c in USCC_CHARSET}
+    elif n == USCC_LENGTH + 1:
+        edits = {read[:i] + read[i + 1 :] for i in range(n)}
+    edits.discard(read)
+    return sorted(edit for edit in edits if not tax_id_errors(edit))
+
+
+def repair_tax_ids(
+    likelihoods: Likelihoods | None,
+    template: Template,
+    crops: Sequence[Crop],
+    fields: dict[str, FieldResult],
+) -> None:
+    """Each tax id the template's boxes read that fails its checks takes the id one character
+    off it that the recogniser finds as likely in its crop (:func:`one_edit_ids`), where one
+    stands out; the note says what was read. Nothing where the recogniser cannot tell
+    (``likelihoods`` None)."""
+    if likelihoods is None:
+        return
+    images = {crop.spec.name: crop.image for crop in crops}
+    for spec in template.fields:
+        field = fields.get(spec.name)
+        if (
+            spec.kind is not FieldKind.tax_id
+            or field is None
+            or field.source != "roi"
+            or field.value is None
+            or spec.name not in images
+            or not tax_id_errors(field.value)
+        ):
+            continue
+        ids = one_edit_ids(field.value)
+        if not ids:
+            continue
+        read, *scores = likelihoods(images[spec.name], [field.value, *ids])
+        ranked = sorted(
+            ((score, id_) for score, id_ in zip(scores, ids, strict=True) if score is not None),
+            reverse=True,
+        )
+        if read is None or not ranked:
+            continue
+        best, taken = ranked[0]
+        runner_up = ranked[1][0] if len(ranked) > 1 else None
+        cost = read - best
+        if cost > REPAIR_COST or (runner_up is not None and best - runner_up < REPAIR_MARGIN):
+            continue
+        field.note = (
+            f"read {field.value!r}, which fails its checks: taken as {taken!r}, the one id a "
+            "character off it that passes them and that the recogniser finds nearly as likely"
+        )
+        # the doubts about the reading go with it; those about where the print lies stay
+        kept = [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING)]
+        field.value, field.errors, field.valid = taken, kept, not kept
+        if cost > SURE_COST:
+            flag(field, f"{TAKEN_FOR} (e^{cost:.1f} less likely than the reading)")
+
+
+_READING = (LOW_CONFIDENCE, UNCERTAIN_CHARACTER, READ_AGAIN)
+"""The doubts about a reading's characters, which the id taken for it answers."""
