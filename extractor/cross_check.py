@@ -32,7 +32,7 @@ from extractor.fields import (
     unconfirmed,
 )
 from extractor.fields.codes import YEAR_RULES
-from extractor.fields.normalize import MISPLACED_SEPARATOR
+from extractor.fields.normalize import MISPLACED_SEPARATOR, UNEXPECTED_IN_AMOUNT
 from extractor.parties import Parties, name_key, same_name
 from extractor.qr import qr_values
 from extractor.result import FieldResult
@@ -346,12 +346,16 @@ def _readings(field: FieldResult, spec: FieldSpec) -> dict[str, str]:
 
 _POINT_RESTORED = "decimal point restored"
 _COMMA_FOR_POINT = "decimal point read as a comma"
+_DASH_FOR_POINT = "decimal point read as a dash"
 _POINT_SLIPS = {
     _POINT_RESTORED: (DECIMALS,),
     _COMMA_FOR_POINT: (DECIMALS, MISPLACED_SEPARATOR, f"{UNCERTAIN_CHARACTER} ','"),
+    _DASH_FOR_POINT: (DECIMALS, f"{UNEXPECTED_IN_AMOUNT} '-'", f"{UNCERTAIN_CHARACTER} '-'"),
 }
 """The slips of the point, each with the errors it explains: the others (a doubtful digit)
 stay."""
+_MARKS_FOR_POINT = {",": _COMMA_FOR_POINT, "-": _DASH_FOR_POINT}
+"""What a blurred decimal point is read as, where it is printed ('¥1366,12', '¥13358-87')."""
 _NOT_AMOUNT = re.compile(r"[^0-9.-]")  # a red-letter amount keeps its minus
 
 
@@ -363,8 +367,9 @@ def _slip(field: FieldResult, implied: str, passed_over: bool = False) -> str | 
     if not any(p in raw for p in DECIMAL_POINTS) and _NOT_DIGIT.sub("", raw) == _NOT_DIGIT.sub(
         "", implied
     ):
-        if raw.count(",") == 1 and _NOT_AMOUNT.sub("", raw.replace(",", ".")) == implied:
-            return _COMMA_FOR_POINT  # where the point is printed
+        for mark, slip in _MARKS_FOR_POINT.items():
+            if raw.count(mark) == 1 and _NOT_AMOUNT.sub("", raw.replace(mark, ".")) == implied:
+                return slip
         return _POINT_RESTORED
     if not field.errors and not passed_over:
         return None

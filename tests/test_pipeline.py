@@ -681,6 +681,36 @@ def test_a_decimal_point_read_as_a_comma_is_restored() -> None:
     assert total.note == "decimal point read as a comma from amount + tax = total"
 
 
+def test_a_decimal_point_read_as_a_dash_is_restored() -> None:
+    """A blurred point read as a dash ('¥13358-87', fresh geometry 20297402's tax; '¥126077-00',
+    heavy e-invoice 20294003's total): the point was restored from amount + tax = total but the
+    value stayed flagged for the dash, and the total the sum would vouch for with it went
+    unconfirmed. The dash is the point, and the errors it explains go; a second dash is not."""
+    from extractor.cross_check import cross_check
+
+    vat = TemplateStore().get("vat_invoice")
+
+    def page(tax_raw: str) -> dict[str, FieldResult]:
+        checked = check_value(vat.field("tax"), tax_raw)
+        errors = [*checked.errors, "uncertain character '-' at 6 (confidence 0.41)"]
+        return {
+            "amount": FieldResult(value="102760.56", raw="¥102760.56", confidence=1, valid=True),
+            "tax": FieldResult(
+                value=checked.value, raw=tax_raw, confidence=0.88, valid=False, errors=errors
+            ),
+            "total": FieldResult(value="116119.43", raw="¥116119.43", confidence=0.94, valid=True),
+        }
+
+    fields = page("¥13358-87")
+    cross_check(vat, None, fields)
+    tax = fields["tax"]
+    assert (tax.value, tax.valid, tax.errors) == ("13358.87", True, [])
+    assert tax.note == "decimal point read as a dash from amount + tax = total"
+    fields = page("¥13-358-87")
+    cross_check(vat, None, fields)
+    assert not fields["tax"].valid
+
+
 def test_digits_read_past_an_amounts_end_are_dropped_where_a_rule_gives_its_value() -> None:
     """geometry/0049's total read '¥757.02617' (its crop caught ink past the amount's end):
     three decimals, refused; the amount and the tax give exactly its start, 757.02, which it

@@ -58,6 +58,7 @@ def _ascii_digits(text: str) -> str:
 
 
 MISPLACED_SEPARATOR = "misplaced thousands separator"
+UNEXPECTED_IN_AMOUNT = "unexpected characters in an amount:"
 
 
 def normalize_amount(raw: str) -> str:
@@ -77,7 +78,7 @@ def normalize_amount(raw: str) -> str:
             currency, text = True, text[1:]
     bad = "".join(dict.fromkeys(ch for ch in text if not (ch.isascii() and ch in "0123456789.,")))
     if bad:
-        raise FieldValueError(f"unexpected characters in an amount: {bad!r}")
+        raise FieldValueError(f"{UNEXPECTED_IN_AMOUNT} {bad!r}")
     if not text:
         raise FieldValueError("no digits in the amount")
     if text.count(".") > 1:
