@@ -12,12 +12,20 @@ the fields in place and says why in their errors or notes.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from difflib import SequenceMatcher
 from itertools import product
 
-from extractor.doubts import DECIMALS, UNCERTAIN_CHARACTER, confirm, flag, only_doubt, passes
+from extractor.doubts import (
+    DECIMALS,
+    UNCERTAIN_CHARACTER,
+    confirm,
+    doubts_beyond_reading,
+    flag,
+    only_doubt,
+    passes,
+)
 from extractor.fields import (
     DECIMAL_POINTS,
     LEADING_MARKS,
@@ -59,18 +67,30 @@ _NOT_DIGIT = re.compile(r"[^0-9]")  # dropped to compare two readings digit by d
 _YEN = "¥￥"  # the currency mark in front of an amount, half and full width
 
 
+Judge = Callable[[str, Sequence[str]], list[float | None]]
+"""How likely the recogniser finds each of some texts as the print of a field (its name) in the
+crop its reading came from: natural logs, None where it cannot tell (no such crop, an engine
+that answers only its best class). Built by the pipeline from its crops
+(:meth:`~extractor.engines.ctc.CTCLineReader.likelihoods`)."""
+
+
 def cross_check(
     template: Template,
     qr: str | None,
     fields: dict[str, FieldResult],
     parties: Parties | None = None,
+    judge: Judge | None = None,
 ) -> None:
     """The page's fields checked against each other, the QR code (``qr``, its payload) and the
-    party registry: doubts settled or confirmed, slips mended, what disagrees flagged."""
+    party registry: doubts settled or confirmed, slips mended, what disagrees flagged. With a
+    ``judge``, a sum that no slip makes hold takes the value for one of its fields that the
+    recogniser finds about as likely in its print (:func:`_mend_sums_by_likelihood`)."""
     _leave_out_what_the_form_lacks(template, fields)
     stated = qr_values(template, qr) if qr else {}
     _settle_by_qr(template, stated, fields)
     _mend_amounts(template, fields, stated)
+    if judge is not None:
+        _mend_sums_by_likelihood(template, fields, judge)
     _mend_words(template, fields)
     _apply_rules(template, fields)
     _require_confirmation(template, fields, stated)
@@ -187,6 +207,114 @@ def _mend_amounts(
                 field.errors, field.valid = [], True
                 if surer is None:
                     _doubt_two_slips(field, slip)
+
+
+SUM_SURE_COST = 3.0
+"""How much less likely (natural log) than their readings the recogniser may find, in their
+crops, the values a sum's mend by likelihood gives its fields, for them to pass: e^3, 20 times
+(:func:`_mend_sums_by_likelihood`)."""
+SUM_REPAIR_COST = 5.0
+"""Up to this much less likely (e^5, ~150 times), the values are given in doubt
+(:data:`LESS_LIKELY`)."""
+SUM_MARGIN = 5.0
+"""How much likelier (natural log) the values taken must be than any other way to make the sum
+hold by changing one of its fields (its others read as they are, or with a slip)."""
+LESS_LIKELY = "taken for the value its sum gives, which the recogniser finds less likely"
+"""A sum's field given the value the others make it (:func:`_mend_sums_by_likelihood`) that the
+recogniser finds less likely in its print than what it read, if not by much: the sum holds with
+it by construction, so it vouches for none of the others."""
+
+
+def _mend_sums_by_likelihood(
+    template: Template, fields: dict[str, FieldResult], judge: Judge
+) -> None:
+    """A sum rule of amounts that no slip makes hold (:func:`_mend_slips_in_sum`): each way to
+    make it hold by giving one field the value the others make it (the others as read, or with
+    a slip of :func:`_readings`) is scored by how much less likely the recogniser finds, in each
+    changed field's crop, the new value's print than what it read. The cheapest way is taken
+    where it costs little (:data:`SUM_SURE_COST`; up to :data:`SUM_REPAIR_COST` in doubt) and
+    every other way costs clearly more (:data:`SUM_MARGIN`): a tax read '22.43' in the print of
+    12.41 beside an amount and a total read right. The fields the QR code states are not
+    changed; one the fallback read (another crop) is not scored."""
+    for rule in template.rules:
+        if not isinstance(rule, SumRule):
+            continue
+        names = rule_fields(rule)
+        options = _slip_options(rule, template, fields)
+        if options is None or any(fields[n].source not in ("roi", "qr") for n in names):
+            continue
+        readings = list(_ways(rule, options))
+        if any(implied.get(rule.equals) == values[rule.equals] for _, values, implied in readings):
+            continue  # it holds as read or with a slip: mended before, or left as it is
+        ways = {
+            tuple(value if n == name else values[n] for n in names)
+            for _, values, implied in readings
+            for name, value in implied.items()
+            if fields[name].source != "qr" and value != values[name]
+        }
+        costs = _costs(fields, names, sorted(ways), judge)
+        if not costs:
+            continue
+        best, way = costs[0]
+        if best > SUM_REPAIR_COST or (len(costs) > 1 and costs[1][0] - best < SUM_MARGIN):
+            continue
+        for name, value in zip(names, way, strict=True):
+            field = fields[name]
+            if value == field.value:
+                continue
+            field.note = (
+                f"read {field.raw!r}: taken as {value}, the value {_describe(rule)} gives it, "
+                "which the recogniser finds about as likely in its print"
+            )
+            kept = doubts_beyond_reading(field)
+            field.value, field.errors, field.valid = value, kept, not kept
+            if best > SUM_SURE_COST:
+                flag(field, f"{LESS_LIKELY} (e^{best:.1f} less likely than the reading)")
+
+
+def _costs(
+    fields: Mapping[str, FieldResult],
+    names: Sequence[str],
+    ways: Sequence[tuple[str, ...]],
+    judge: Judge,
+) -> list[tuple[float, tuple[str, ...]]]:
+    """Each way's cost, cheapest first: how much less likely (natural log, summed over the
+    fields it changes) the recogniser finds the way's values than what it read. A way with a
+    field the judge cannot score is left out."""
+    asked: dict[str, dict[str, list[str]]] = {}  # field -> value -> the texts that print it
+    for way in ways:
+        for name, value in zip(names, way, strict=True):
+            if value != fields[name].value:
+                asked.setdefault(name, {})[value] = _printed(fields[name].raw, value)
+    scores: dict[str, dict[str, float]] = {}
+    for name, printed in asked.items():
+        read = "".join(fields[name].raw.split())
+        texts = [read, *(text for forms in printed.values() for text in forms)]
+        got = iter(judge(name, texts))
+        base = next(got)
+        by_text = dict(zip(texts[1:], got, strict=True))
+        if base is None:
+            continue
+        scores[name] = {}
+        for value, forms in printed.items():
+            likely = [s for s in (by_text[text] for text in forms) if s is not None]
+            if likely:
+                scores[name][value] = base - max(likely)
+    costs = []
+    for way in ways:
+        changed = [(n, v) for n, v in zip(names, way, strict=True) if v != fields[n].value]
+        if all(v in scores.get(n, {}) for n, v in changed):
+            costs.append((sum(scores[n][v] for n, v in changed), way))
+    return sorted(costs)
+
+
+def _printed(raw: str, value: str) -> list[str]:
+    """How ``value`` would read in the print ``raw`` was read from: after the ¥ (and whatever
+    was read before it) where one was read, else with a ¥ and without (the ¥ read as a digit,
+    or none printed)."""
+    raw = "".join(raw.split())
+    yen = max(raw.rfind(mark) for mark in _YEN)
+    return [raw[: yen + 1] + value] if yen >= 0 else [f"¥{value}", value]
 
 
 def _gives_values(field: FieldResult) -> bool:
@@ -424,8 +552,9 @@ def _doubt_two_slips(field: FieldResult, slip: str) -> None:
 
 
 def _two_slipped(field: FieldResult) -> bool:
-    """Whether ``field`` was given a sum's value with two slips mended (:data:`TWO_SLIPS`)."""
-    return any(error.startswith(TWO_SLIPS) for error in field.errors)
+    """Whether ``field`` was given a sum's value with two slips mended (:data:`TWO_SLIPS`), or
+    one the recogniser finds less likely than its reading (:data:`LESS_LIKELY`)."""
+    return any(error.startswith((TWO_SLIPS, LESS_LIKELY)) for error in field.errors)
 
 
 _PAST_ITS_END = "digits read past its last decimal dropped"

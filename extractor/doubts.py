@@ -51,6 +51,14 @@ DOUBT = (
     REFITTED,
 )
 """How the doubts read: errors that say a value that passes its checks may still be wrong."""
+_READING_DOUBTS = (LOW_CONFIDENCE, UNCERTAIN_CHARACTER, READ_AGAIN, DECIMALS)
+"""The doubts about a reading's characters, which a value taken for it answers."""
+
+
+def doubts_beyond_reading(field: FieldResult) -> list[str]:
+    """A field's doubts that a value taken for its reading leaves standing: where its print lies
+    (cut off, covered, a late start), not how its characters read."""
+    return [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING_DOUBTS)]
 
 
 def only_doubt(field: FieldResult) -> bool:

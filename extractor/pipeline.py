@@ -33,7 +33,13 @@ from extractor.blank import (
 )
 from extractor.covered import covered_names
 from extractor.crops import Crop, crop_fields, cut_out, separate_ink
-from extractor.cross_check import another_way, check_parties, close_to_registered, cross_check
+from extractor.cross_check import (
+    Judge,
+    another_way,
+    check_parties,
+    close_to_registered,
+    cross_check,
+)
 from extractor.cut_off import doubt_cut_off, fields_cut_off, maybe_cut_off, prints_cut_across
 from extractor.doubts import (
     DECIMALS,
@@ -90,7 +96,7 @@ from extractor.parties import (
     load_parties,
     same_name,
 )
-from extractor.places import doubt_misread_places
+from extractor.places import Likelihoods, doubt_misread_places
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
 from extractor.registration import (
@@ -760,13 +766,14 @@ class Extractor:
             look_again(self.engine, crops, reads, fields)
             scores = getattr(self.engine, "likelihoods", None)
             repair_tax_ids(scores, prepared.template, crops, fields)
+        judge = _crop_judge(scores, crops)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None
         if registration is None and (refitted := self._read_refitted(prepared)) is not None:
             return refitted
         missed = None  # why the fallback could not run, on a page the template's boxes read
-        if self._wants_fallback(prepared, fields):
+        if self._wants_fallback(prepared, fields, judge):
             try:
                 with _timed(prepared.timings, "fallback"):
                     fields, labels = self._fallback(prepared, fields)
@@ -782,7 +789,7 @@ class Extractor:
             for field in fields.values():
                 if field.valid and field.source != "qr":
                     flag(field, REFITTED)
-        result = _conclude(prepared, fields, registration, self.parties)
+        result = _conclude(prepared, fields, registration, self.parties, judge)
         if missed:
             result.message = f"{result.message}; {missed}" if result.message else missed
         return result
@@ -991,12 +998,14 @@ class Extractor:
 
     # -- fallback -----------------------------------------------------------------------------
 
-    def _wants_fallback(self, prepared: PreparedPage, fields: dict[str, FieldResult]) -> bool:
+    def _wants_fallback(
+        self, prepared: PreparedPage, fields: dict[str, FieldResult], judge: Judge | None = None
+    ) -> bool:
         if prepared.image is None or prepared.fallback == "never":
             return False
         if prepared.fallback == "always" or not prepared.alignment.matched:
             return True
-        doubted = _doubted(prepared, fields)
+        doubted = _doubted(prepared, fields, judge)
         return any(prepared.template.field(name).required for name in doubted)
 
     def _fallback(
@@ -1444,7 +1453,9 @@ def _template_box(prepared: PreparedPage, name: str) -> list[float]:
     return _bounds(mapped(np.array([[x, y], [x + w, y], [x + w, y + h], [x, y + h]]), to_page))
 
 
-def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str]:
+def _doubted(
+    prepared: PreparedPage, fields: dict[str, FieldResult], judge: Judge | None = None
+) -> list[str]:
     """The fields not valid as read that the page's cross-checks (:func:`cross_check`) leave
     invalid too: what the fallback is for. A doubtful total in words that states the total is
     not (full-page OCR would cost seconds to read it again); neither is a field that read valid
@@ -1454,7 +1465,7 @@ def _doubted(prepared: PreparedPage, fields: dict[str, FieldResult]) -> list[str
     if all(field.valid for field in fields.values()):
         return []
     checked = {name: field.model_copy(deep=True) for name, field in fields.items()}
-    cross_check(prepared.template, prepared.qr, checked)  # the registry's checks ran before
+    cross_check(prepared.template, prepared.qr, checked, judge=judge)  # the registry's ran before
     return [
         name
         for name, field in fields.items()
@@ -1510,16 +1521,36 @@ def _better(found: Alignment, asked: Alignment) -> bool:
     return found.matched and found.homography is not None and found.score > asked.score
 
 
+def _crop_judge(likelihoods: Likelihoods | None, crops: Sequence[Crop]) -> Judge | None:
+    """The cross-checks' :data:`~extractor.cross_check.Judge`: ``likelihoods`` on each field's
+    crop, each question asked once (the fallback's trial cross-check asks what the last asks)."""
+    if likelihoods is None:
+        return None
+    images = {crop.spec.name: crop.image for crop in crops}
+    answers: dict[tuple[str, tuple[str, ...]], list[float | None]] = {}
+
+    def judge(name: str, texts: Sequence[str]) -> list[float | None]:
+        if name not in images:
+            return [None] * len(texts)
+        key = (name, tuple(texts))
+        if key not in answers:
+            answers[key] = likelihoods(images[name], texts)
+        return answers[key]
+
+    return judge
+
+
 def _conclude(
     prepared: PreparedPage,
     fields: dict[str, FieldResult],
     registration: Registration | None,
     parties: Parties | None = None,
+    judge: Judge | None = None,
 ) -> PageResult:
     """Cross-check the fields (rules, QR code) and give the page its status."""
     template = prepared.template
     with _timed(prepared.timings, "validate"):
-        cross_check(template, prepared.qr, fields, parties)
+        cross_check(template, prepared.qr, fields, parties, judge)
         doubt_absence_amid_failures(template, fields)
     alignment = prepared.alignment
     if registration is None:

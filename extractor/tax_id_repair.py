@@ -16,14 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extractor.crops import Crop
-from extractor.doubts import (
-    DOUBT,
-    LOW_CONFIDENCE,
-    READ_AGAIN,
-    TAKEN_FOR,
-    UNCERTAIN_CHARACTER,
-    flag,
-)
+from extractor.doubts import TAKEN_FOR, doubts_beyond_reading, flag
 from extractor.fields import tax_id_errors
 from extractor.fields.charsets import USCC_CHARSET
 from extractor.fields.taxid import USCC_LENGTH
@@ -106,11 +99,7 @@ def repair_tax_ids(
             "character off it that passes them and that the recogniser finds nearly as likely"
         )
         # the doubts about the reading go with it; those about where the print lies stay
-        kept = [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING)]
+        kept = doubts_beyond_reading(field)
         field.value, field.errors, field.valid = taken, kept, not kept
         if cost > SURE_COST:
             flag(field, f"{TAKEN_FOR} (e^{cost:.1f} less likely than the reading)")
-
-
-_READING = (LOW_CONFIDENCE, UNCERTAIN_CHARACTER, READ_AGAIN)
-"""The doubts about a reading's characters, which the id taken for it answers."""
