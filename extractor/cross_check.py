@@ -234,8 +234,10 @@ def _mend_sums_by_likelihood(
     changed field's crop, the new value's print than what it read. The cheapest way is taken
     where it costs little (:data:`SUM_SURE_COST`; up to :data:`SUM_REPAIR_COST` in doubt) and
     every other way costs clearly more (:data:`SUM_MARGIN`): a tax read '22.43' in the print of
-    12.41 beside an amount and a total read right. The fields the QR code states are not
-    changed; one the fallback read (another crop) is not scored."""
+    12.41 beside an amount and a total read right. Not where the sum then holds another way too
+    (:func:`another_way`): with a tax read '17.30' for 7.36, '9245.19 + 7.36 = 9252.55' and
+    '245.19 + 7.36 = 252.55' both hold, the ¥ read as the 9 of both. The fields the QR code
+    states are not changed; one the fallback read (another crop) is not scored."""
     for rule in template.rules:
         if not isinstance(rule, SumRule):
             continue
@@ -258,6 +260,11 @@ def _mend_sums_by_likelihood(
         best, way = costs[0]
         if best > SUM_REPAIR_COST or (len(costs) > 1 and costs[1][0] - best < SUM_MARGIN):
             continue
+        taken = {
+            n: fields[n].model_copy(update={"value": v}) for n, v in zip(names, way, strict=True)
+        }
+        if another_way(rule, template, taken) is not None:
+            continue  # the ¥ read as the same digit in a term and the total: it cannot tell
         for name, value in zip(names, way, strict=True):
             field = fields[name]
             if value == field.value:

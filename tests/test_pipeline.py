@@ -1064,6 +1064,28 @@ def test_a_sum_two_ways_make_hold_alike_is_left_flagged() -> None:
         assert trial["tax"].valid is taken and trial["amount"].value == "4513.27"
 
 
+def test_a_sum_mended_by_likelihood_that_holds_another_way_too_is_left_flagged() -> None:
+    """Fresh worn-ribbon heavy 20297906: ¥245.19 + ¥7.36 = ¥252.55 read '9245.19', '17.30',
+    '9252.55' (the ¥ read as a 9 twice). Taking 7.36 for the tax makes 9245.19 + 7.36 =
+    9252.55 hold, and 245.19 + 7.36 = 252.55 with it: the sum cannot tell which amount and
+    total are meant however cheaply the recogniser finds 7.36 in the tax's print; nothing is
+    taken, and the amounts stay flagged."""
+    template = TemplateStore().get("vat_invoice")
+    read = {"amount": "9245.19", "tax": "17.30", "total": "9252.55"}
+    fields = {
+        name: FieldResult(value=value, raw=value, confidence=0.95, valid=True)
+        for name, value in read.items()
+    }
+
+    def judge(name: str, texts: list[str]) -> list[float]:
+        return [0.0, *[-0.5 if name == "tax" else -20.0] * (len(texts) - 1)]
+
+    cross_check(template, None, fields, judge=judge)
+    assert {name: (f.value, f.valid) for name, f in fields.items()} == {
+        name: (value, False) for name, value in read.items()
+    }
+
+
 def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_together() -> None:
     """geometry/vat_invoice_0053 (a phone photo at ~110 dpi): '¥32951.14' read '93295114' (the ¥
     a 9, the point lost), '¥2965.60' read '1¥2965.60' (a rule before the ¥ read as 1) and
