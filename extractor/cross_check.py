@@ -21,10 +21,10 @@ from extractor.doubts import (
     DECIMALS,
     UNCERTAIN_CHARACTER,
     confirm,
-    doubts_beyond_reading,
     flag,
     only_doubt,
     passes,
+    take_for_reading,
 )
 from extractor.fields import (
     DECIMAL_POINTS,
@@ -269,14 +269,12 @@ def _mend_sums_by_likelihood(
             field = fields[name]
             if value == field.value:
                 continue
-            field.note = (
+            note = (
                 f"read {field.raw!r}: taken as {value}, the value {_describe(rule)} gives it, "
                 "which the recogniser finds about as likely in its print"
             )
-            kept = doubts_beyond_reading(field)
-            field.value, field.errors, field.valid = value, kept, not kept
-            if best > SUM_SURE_COST:
-                flag(field, f"{LESS_LIKELY} (e^{best:.1f} less likely than the reading)")
+            doubt = f"{LESS_LIKELY} (e^{best:.1f} less likely than the reading)"
+            take_for_reading(field, value, note, doubt if best > SUM_SURE_COST else None)
 
 
 def _costs(

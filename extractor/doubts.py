@@ -55,10 +55,15 @@ _READING_DOUBTS = (LOW_CONFIDENCE, UNCERTAIN_CHARACTER, READ_AGAIN, DECIMALS)
 """The doubts about a reading's characters, which a value taken for it answers."""
 
 
-def doubts_beyond_reading(field: FieldResult) -> list[str]:
-    """A field's doubts that a value taken for its reading leaves standing: where its print lies
-    (cut off, covered, a late start), not how its characters read."""
-    return [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING_DOUBTS)]
+def take_for_reading(field: FieldResult, value: str, note: str, doubt: str | None) -> None:
+    """Give ``field`` ``value`` for its reading, ``note`` saying so. The doubts about how its
+    characters read go with the reading; those about where its print lies (cut off, covered, a
+    late start) stay. ``doubt``: why the value, taken all the same, is in doubt (the recogniser
+    finds it less likely than the reading, if not by much)."""
+    kept = [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING_DOUBTS)]
+    field.value, field.errors, field.valid, field.note = value, kept, not kept, note
+    if doubt is not None:
+        flag(field, doubt)
 
 
 def only_doubt(field: FieldResult) -> bool:

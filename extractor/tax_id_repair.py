@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from extractor.crops import Crop
-from extractor.doubts import TAKEN_FOR, doubts_beyond_reading, flag
+from extractor.doubts import TAKEN_FOR, take_for_reading
 from extractor.fields import tax_id_errors
 from extractor.fields.charsets import USCC_CHARSET
 from extractor.fields.taxid import USCC_LENGTH
@@ -94,12 +94,9 @@ def repair_tax_ids(
         cost = read - best
         if cost > REPAIR_COST or (runner_up is not None and best - runner_up < REPAIR_MARGIN):
             continue
-        field.note = (
+        note = (
             f"read {field.value!r}, which fails its checks: taken as {taken!r}, the one id a "
             "character off it that passes them and that the recogniser finds nearly as likely"
         )
-        # the doubts about the reading go with it; those about where the print lies stay
-        kept = doubts_beyond_reading(field)
-        field.value, field.errors, field.valid = taken, kept, not kept
-        if cost > SURE_COST:
-            flag(field, f"{TAKEN_FOR} (e^{cost:.1f} less likely than the reading)")
+        doubt = f"{TAKEN_FOR} (e^{cost:.1f} less likely than the reading)"
+        take_for_reading(field, taken, note, doubt if cost > SURE_COST else None)

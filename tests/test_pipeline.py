@@ -549,7 +549,6 @@ def test_a_sum_kept_from_its_check_by_a_doubt_is_checked_once_it_is_confirmed(
     checked; its words then confirm it, and the sum is checked with it: the amount and the tax
     (read '¥31752.19' for 31752.10 by the fallback) do not add up to it and are flagged, the
     total its words vouch for stays valid (fresh heavy 专票 20279007, end to end below)."""
-
     vat = TemplateStore().get("vat_invoice")
 
     def read(value: str, *errors: str) -> FieldResult:
@@ -660,7 +659,6 @@ def test_a_decimal_point_read_as_a_comma_is_restored() -> None:
     normaliser refuses it (a thousands separator out of place), and amount + tax give exactly
     its digits with the point where the comma is; the total takes that value, the slip in its
     note, and the errors the comma explains go (before, the value was restored and flagged)."""
-
     vat = TemplateStore().get("vat_invoice")
     fields = {
         "amount": FieldResult(value="1208.96", raw="¥1208.96", confidence=0.99, valid=True),
@@ -687,7 +685,6 @@ def test_a_decimal_point_read_as_a_dash_is_restored() -> None:
     heavy e-invoice 20294003's total): the point was restored from amount + tax = total but the
     value stayed flagged for the dash, and the total the sum would vouch for with it went
     unconfirmed. The dash is the point, and the errors it explains go; a second dash is not."""
-
     vat = TemplateStore().get("vat_invoice")
 
     def page(tax_raw: str) -> dict[str, FieldResult]:
@@ -715,7 +712,6 @@ def test_digits_read_past_an_amounts_end_are_dropped_where_a_rule_gives_its_valu
     """geometry/0049's total read '¥757.02617' (its crop caught ink past the amount's end):
     three decimals, refused; the amount and the tax give exactly its start, 757.02, which it
     takes, the slip in its note. A start that is not that value is left flagged."""
-
     vat = TemplateStore().get("vat_invoice")
 
     def page(total_raw: str) -> dict[str, FieldResult]:
@@ -748,7 +744,6 @@ def test_words_read_past_recognising_take_the_total_a_sum_read_unaided_vouches_f
     code's amount lets them go unread; they take the total, the note saying what was read. Not
     where a term of the sum was mended or confirmed by a rule (it vouches for nothing then),
     nor where the words read an amount (the rules tell whether it is the total's)."""
-
     vat = TemplateStore().get("vat_invoice")
 
     def page(words: str, tax_confidence: float = 0.99) -> dict[str, FieldResult]:
