@@ -196,7 +196,7 @@ def _mend_amounts(
                 if not field.errors:
                     surer = _surer(template, values, stated, rule, name, implied)
                 slip = _slip(field, implied, passed_over=surer is not None)
-            if slip is None:
+            if slip is None or (surer is None and _holds_as_read(rule, template, fields, name)):
                 continue
             field.value = values[name] = implied
             field.note = f"{slip} from {surer or _describe(rule)}"
@@ -320,6 +320,23 @@ def _printed(raw: str, value: str) -> list[str]:
     raw = "".join(raw.split())
     yen = max(raw.rfind(mark) for mark in _YEN)
     return [raw[: yen + 1] + value] if yen >= 0 else [f"¥{value}", value]
+
+
+def _holds_as_read(
+    rule: SumRule | SameRule, template: Template, fields: dict[str, FieldResult], name: str
+) -> bool:
+    """Whether a sum rule holds with ``name`` as read and a slip in another field's reading
+    (:func:`_readings`): fresh worn-ribbon 20297704 read ¥32.30 + ¥3.66 = ¥35.96 as '32.30'
+    (in doubt of its 3), '13.66' (the ¥ a 1, sure) and '35.96'; the tax's value would have
+    corrected the amount to 22.30, where dropping its 1 makes the sum hold as the amount reads.
+    Which slip it was the rule cannot say, so the reading is not mended."""
+    if not isinstance(rule, SumRule) or (options := _slip_options(rule, template, fields)) is None:
+        return False
+    at = rule_fields(rule).index(name)
+    return any(
+        combo[at][1] == "" and implied.get(rule.equals) == values[rule.equals]
+        for combo, values, implied in _ways(rule, options)
+    )
 
 
 def _gives_values(field: FieldResult) -> bool:

@@ -1081,6 +1081,32 @@ def test_a_sum_mended_by_likelihood_that_holds_another_way_too_is_left_flagged()
     }
 
 
+def test_a_doubtful_amount_the_sum_fits_as_read_with_a_slip_elsewhere_is_not_corrected() -> None:
+    """Fresh worn-ribbon heavy 20297704: ¥32.30 + ¥3.66 = ¥35.96 read '32.30' (in doubt of its
+    3), '13.66' (the ¥ read as a 1, sure) and '35.96'. The tax as read would correct the amount
+    to 22.30, one character off, and both passed, wrong; but the sum holds with the amount as
+    read and the tax's 1 dropped. The rule cannot say which slip it was: nothing is mended,
+    nothing wrong passes."""
+    template = TemplateStore().get("vat_invoice")
+    fields = {
+        "amount": FieldResult(
+            value="32.30",
+            raw="32.30",
+            confidence=0.73,
+            valid=False,
+            errors=["uncertain character '3' at 1 (confidence 0.42)"],
+        ),
+        "tax": FieldResult(value="13.66", raw="13.66", confidence=0.88, valid=True),
+        "total": FieldResult(value="35.96", raw="35.96", confidence=0.85, valid=True),
+    }
+    cross_check(template, None, fields)
+    assert fields["amount"].value == "32.30"
+    assert not any(
+        field.valid and field.value != value
+        for field, value in zip(fields.values(), ("32.30", "3.66", "35.96"), strict=True)
+    )
+
+
 def test_slips_before_and_inside_amounts_that_make_the_sum_hold_are_mended_together() -> None:
     """geometry/vat_invoice_0053 (a phone photo at ~110 dpi): '¥32951.14' read '93295114' (the ¥
     a 9, the point lost), '¥2965.60' read '1¥2965.60' (a rule before the ¥ read as 1) and
