@@ -236,8 +236,12 @@ def _mend_sums_by_likelihood(
     every other way costs clearly more (:data:`SUM_MARGIN`): a tax read '22.43' in the print of
     12.41 beside an amount and a total read right. Not where the sum then holds another way too
     (:func:`another_way`): with a tax read '17.30' for 7.36, '9245.19 + 7.36 = 9252.55' and
-    '245.19 + 7.36 = 252.55' both hold, the ¥ read as the 9 of both. The fields the QR code
-    states are not changed; one the fallback read (another crop) is not scored."""
+    '245.19 + 7.36 = 252.55' both hold, the ¥ read as the 9 of both. A sum that holds several
+    ways with slips of :func:`_readings` (none as read), which :func:`_mend_slips_in_sum`
+    leaves, is settled the same way among those: '32.30' + '13.66' = '35.96' holds as 32.30 +
+    3.66 = 35.96 (the tax's ¥ read as a 1) and as 2.30 + 3.66 = 5.96 (every ¥ a digit); the
+    fields the way taken leaves as read are confirmed by it. The fields the QR code states are
+    not changed; one the fallback read (another crop) is not scored."""
     for rule in template.rules:
         if not isinstance(rule, SumRule):
             continue
@@ -246,14 +250,20 @@ def _mend_sums_by_likelihood(
         if options is None or any(fields[n].source not in ("roi", "qr") for n in names):
             continue
         readings = list(_ways(rule, options))
-        if any(implied.get(rule.equals) == values[rule.equals] for _, values, implied in readings):
-            continue  # it holds as read or with a slip: mended before, or left as it is
-        ways = {
-            tuple(value if n == name else values[n] for n in names)
-            for _, values, implied in readings
-            for name, value in implied.items()
-            if fields[name].source != "qr" and value != values[name]
-        }
+        holding = [
+            c for c, values, implied in readings if implied.get(rule.equals) == values[rule.equals]
+        ]
+        if len(holding) == 1 or any(not any(slip for _, slip in combo) for combo in holding):
+            continue  # it holds as read, or one way with slips: mended before, or left as it is
+        if holding:  # several ways with slips, which the readings cannot tell apart
+            ways = {tuple(value for value, _ in combo) for combo in holding}
+        else:
+            ways = {
+                tuple(value if n == name else values[n] for n in names)
+                for _, values, implied in readings
+                for name, value in implied.items()
+                if fields[name].source != "qr" and value != values[name]
+            }
         costs = _costs(fields, names, sorted(ways), judge)
         if not costs:
             continue
@@ -263,11 +273,13 @@ def _mend_sums_by_likelihood(
         taken = {
             n: fields[n].model_copy(update={"value": v}) for n, v in zip(names, way, strict=True)
         }
-        if another_way(rule, template, taken) is not None:
+        if not holding and another_way(rule, template, taken) is not None:
             continue  # the ¥ read as the same digit in a term and the total: it cannot tell
         for name, value in zip(names, way, strict=True):
             field = fields[name]
             if value == field.value:
+                if holding and best <= SUM_SURE_COST:  # the way read otherwise lost to this one
+                    confirm(field, f"confirmed by {_describe(rule)} as the recogniser reads it")
                 continue
             note = (
                 f"read {field.raw!r}: taken as {value}, the value {_describe(rule)} gives it, "

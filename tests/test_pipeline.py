@@ -33,6 +33,7 @@ from extractor.synth.content import Party, party
 from extractor.synth.digital import digital_pdf, make_digital_document
 from extractor.synth.generate import make_document, make_other_page
 from extractor.synth.names import REGIONS
+from extractor.synth.render import Pins
 from extractor.templates import FieldKind, Template, TemplateStore
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -1002,6 +1003,17 @@ def test_an_exempt_tax_read_with_a_ruling_through_its_stars_is_none(
             },
             {"tax": "58.02", "total": "702.80"},
         ),
+        (
+            20297704,
+            "heavy",
+            {"pins": Pins(along_dpi=180, ribbon=0.5)},
+            {
+                "amount": ("32.30", ["uncertain character '3' at 1 (confidence 0.42)"]),
+                "tax": ("13.66", []),
+                "total": ("35.96", []),
+            },
+            {"tax": "3.66"},
+        ),
     ],
 )
 def test_a_sum_no_slip_makes_hold_takes_the_value_the_recogniser_finds_as_likely(
@@ -1009,7 +1021,7 @@ def test_a_sum_no_slip_makes_hold_takes_the_value_the_recogniser_finds_as_likely
     crops_of: CropsOf,
     seed: int,
     level: str,
-    options: dict[str, bool],
+    options: dict[str, Any],
     read: dict[str, tuple[str, list[str]]],
     mended: dict[str, str],
 ) -> None:
@@ -1018,8 +1030,11 @@ def test_a_sum_no_slip_makes_hold_takes_the_value_the_recogniser_finds_as_likely
     read right), a photo's tax '¥58.2' for 58.02 and its total '4702.80' for ¥702.80. No slip
     of the ¥ or the point makes the sum hold; the value the others give one field does, and the
     recogniser finds it about as likely in that field's crop as the reading (every other way
-    far less): it is taken, the reading kept in the note. (The readings are given, as these
-    pages were read on one CPU; the recogniser's likelihoods on the crops decide.)"""
+    far less): it is taken, the reading kept in the note. A worn ribbon's '32.30' (in doubt) +
+    '13.66' = '35.96' holds two ways with slips, the tax's ¥ read as a 1 (3.66) or every ¥ a
+    digit (2.30 + 3.66 = 5.96): the recogniser finds the first far likelier, the tax takes
+    3.66 and the amount is confirmed. (The readings are given, as these pages were read on one
+    CPU; the recogniser's likelihoods on the crops decide.)"""
     template = extractor.templates.get("vat_invoice")
     doc = make_document(seed, level, **options)
     fields = {}
