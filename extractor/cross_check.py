@@ -2,11 +2,12 @@
 
 In the order :func:`cross_check` runs them: the QR code settles the fields it states that were
 read in doubt or not at all; slips in the amounts (a lost decimal point, the ¥ read as a digit,
-one character misread) are mended where the template's rules give the value; the rules then
-flag what disagrees and confirm what they vouch for; codes read as the date's digits and one tax
-id read for both parties are flagged; a reading that passed but disagrees with the QR code is
-flagged; and each party's name and tax id are checked against the registry. Each check changes
-the fields in place and says why in their errors or notes.
+one character misread) are mended where the template's rules give the value, and a sum no slip
+settles takes the values the recogniser finds likeliest in their print (with a ``judge``); the
+rules then flag what disagrees and confirm what they vouch for; codes read as the date's digits
+and one tax id read for both parties are flagged; a reading that passed but disagrees with the
+QR code is flagged; and each party's name and tax id are checked against the registry. Each
+check changes the fields in place and says why in their errors or notes.
 """
 
 from __future__ import annotations
