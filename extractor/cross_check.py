@@ -286,8 +286,7 @@ def _mend_sums_by_likelihood(
                 f"read {field.raw!r}: taken as {value}, the value {_describe(rule)} gives it, "
                 "which the recogniser finds about as likely in its print"
             )
-            doubt = f"{LESS_LIKELY} (e^{best:.1f} less likely than the reading)"
-            take_for_reading(field, value, note, doubt if best > SUM_SURE_COST else None)
+            take_for_reading(field, value, note, best, SUM_SURE_COST, LESS_LIKELY)
 
 
 def _costs(

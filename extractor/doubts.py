@@ -55,15 +55,17 @@ _READING_DOUBTS = (LOW_CONFIDENCE, UNCERTAIN_CHARACTER, READ_AGAIN, DECIMALS)
 """The doubts about a reading's characters, which a value taken for it answers."""
 
 
-def take_for_reading(field: FieldResult, value: str, note: str, doubt: str | None) -> None:
+def take_for_reading(
+    field: FieldResult, value: str, note: str, cost: float, sure_cost: float, doubt: str
+) -> None:
     """Give ``field`` ``value`` for its reading, ``note`` saying so. The doubts about how its
     characters read go with the reading; those about where its print lies (cut off, covered, a
-    late start) stay. ``doubt``: why the value, taken all the same, is in doubt (the recogniser
-    finds it less likely than the reading, if not by much)."""
+    late start) stay. Where the recogniser finds ``value`` more than ``sure_cost`` less likely
+    than the reading (``cost``, natural log), it is in doubt: ``doubt`` says why."""
     kept = [e for e in field.errors if e.startswith(DOUBT) and not e.startswith(_READING_DOUBTS)]
     field.value, field.errors, field.valid, field.note = value, kept, not kept, note
-    if doubt is not None:
-        flag(field, doubt)
+    if cost > sure_cost:
+        flag(field, f"{doubt} (e^{cost:.1f} less likely than the reading)")
 
 
 def only_doubt(field: FieldResult) -> bool:

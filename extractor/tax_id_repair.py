@@ -98,5 +98,4 @@ def repair_tax_ids(
             f"read {field.value!r}, which fails its checks: taken as {taken!r}, the one id a "
             "character off it that passes them and that the recogniser finds nearly as likely"
         )
-        doubt = f"{TAKEN_FOR} (e^{cost:.1f} less likely than the reading)"
-        take_for_reading(field, taken, note, doubt if cost > SURE_COST else None)
+        take_for_reading(field, taken, note, cost, SURE_COST, TAKEN_FOR)
