@@ -765,8 +765,8 @@ class Extractor:
         with _timed(prepared.timings, "recognize"):
             look_again(self.engine, crops, reads, fields)
             scores = getattr(self.engine, "likelihoods", None)
-            repair_tax_ids(scores, prepared.template, crops, fields)
-        judge = _crop_judge(scores, crops)
+            judge = _crop_judge(scores, crops)
+            repair_tax_ids(judge, prepared.template, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None

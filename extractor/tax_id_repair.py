@@ -13,14 +13,11 @@ such id, or one far less likely than what was read: it stays as read, flagged.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
-from extractor.crops import Crop
+from extractor.cross_check import Judge
 from extractor.doubts import TAKEN_FOR, take_for_reading
 from extractor.fields import tax_id_errors
 from extractor.fields.charsets import USCC_CHARSET
 from extractor.fields.taxid import USCC_LENGTH
-from extractor.places import Likelihoods
 from extractor.result import FieldResult
 from extractor.templates import FieldKind, Template
 
@@ -55,19 +52,13 @@ def one_edit_ids(read: str) -> list[str]:
     return sorted(edit for edit in edits if not tax_id_errors(edit))
 
 
-def repair_tax_ids(
-    likelihoods: Likelihoods | None,
-    template: Template,
-    crops: Sequence[Crop],
-    fields: dict[str, FieldResult],
-) -> None:
+def repair_tax_ids(judge: Judge | None, template: Template, fields: dict[str, FieldResult]) -> None:
     """Each tax id the template's boxes read that fails its checks takes the id one character
-    off it that the recogniser finds as likely in its crop (:func:`one_edit_ids`), where one
-    stands out; the note says what was read. Nothing where the recogniser cannot tell
-    (``likelihoods`` None)."""
-    if likelihoods is None:
+    off it that the recogniser finds as likely in its crop (``judge``, :func:`one_edit_ids`),
+    where one stands out; the note says what was read. Nothing where the recogniser cannot tell
+    (``judge`` None, or it has no answer for the field)."""
+    if judge is None:
         return
-    images = {crop.spec.name: crop.image for crop in crops}
     for spec in template.fields:
         field = fields.get(spec.name)
         if (
@@ -75,14 +66,13 @@ def repair_tax_ids(
             or field is None
             or field.source != "roi"
             or field.value is None
-            or spec.name not in images
             or not tax_id_errors(field.value)
         ):
             continue
         ids = one_edit_ids(field.value)
         if not ids:
             continue
-        read, *scores = likelihoods(images[spec.name], [field.value, *ids])
+        read, *scores = judge(spec.name, [field.value, *ids])
         ranked = sorted(
             ((score, id_) for score, id_ in zip(scores, ids, strict=True) if score is not None),
             reverse=True,

@@ -8,7 +8,7 @@ from conftest import CropsOf
 
 from extractor.doubts import TAKEN_FOR
 from extractor.fields import check_value, tax_id_errors
-from extractor.pipeline import Extractor
+from extractor.pipeline import Extractor, _crop_judge
 from extractor.result import FieldResult
 from extractor.synth.content import uscc
 from extractor.synth.generate import make_document
@@ -49,7 +49,7 @@ def _repaired(
         )
     }
     crops = crops_of(extractor, doc.jpeg, template.name)
-    repair_tax_ids(extractor.engine.likelihoods, template, crops, fields)
+    repair_tax_ids(_crop_judge(extractor.engine.likelihoods, crops), template, fields)
     return fields[field], str(doc.truth["pages"][0]["fields"][field])
 
 
