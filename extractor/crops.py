@@ -21,6 +21,7 @@ from extractor.templates import FieldKind, FieldSpec, Template
 MIN_LINE_MM = 1.2  # a text line is at least this tall
 GREY_SCAN_SATURATION = 40  # a crop whose most saturated pixels stay below this is grey
 PAPER_MARGIN = 30  # grey levels this far above the ink threshold are paper
+GRAIN_PERCENTILE = 10  # paper is whitened where this percentile of what is not ink is paper
 MAX_LINE_MM = 8.0  # ink taller than this is not text
 RULE_MAX_MM = 1.0  # ink runs thicker than this are print, not a ruled line
 EXTRA_MARGIN_MM = 4.0  # more margin on the side a field's line runs out of its crop
@@ -356,7 +357,13 @@ def separate_ink(
     threshold, _ = cv2.threshold(clean, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     threshold = max(threshold, 1)  # Otsu's is 0 on a crop of pure black and white
     ink = (clean < threshold).astype(np.uint8) * 255
-    clean[clean > threshold + PAPER_MARGIN] = WHITE  # faint seal remnants, stains, paper grain
+    # faint seal remnants, stains, paper grain; not where the darker tenth of what is not ink
+    # lies under the cut (grain of a tinted sheet or a dim photo straddling it, a blurred
+    # print's halo): whitened pixel by pixel, the grain turns to salt and the halo is chopped
+    cut = threshold + PAPER_MARGIN
+    paper = clean[clean > threshold]
+    if paper.size and np.percentile(paper, GRAIN_PERCENTILE) > cut:
+        clean[clean > cut] = WHITE
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
     lines = _ruled_lines(ink, ppm) > 0
