@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from extractor.cpus import usable_cpus
 from extractor.engines import ENGINES
 from extractor.errors import InputError, RoiError
 
@@ -338,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="template name (see `roi templates`), or auto to pick one per page",
     )
     ba.add_argument("--out", "-o", required=True, help="output folder (results, manifest)")
-    ba.add_argument("--workers", "-w", type=int, default=os.cpu_count() or 1)
+    ba.add_argument("--workers", "-w", type=int, default=usable_cpus())
     ba.add_argument("--force", action="store_true", help="redo documents already done")
     ba.add_argument("--quiet", "-q", action="store_true", help="no progress; summary on failure")
     ba.add_argument(

@@ -17,17 +17,11 @@ from pydantic import (
     model_validator,
 )
 
+from extractor.cpus import usable_cpus
 from extractor.engines.openvino_runtime import CpuRuntime
 
 ENV_PREFIX = "ROI_"
 log = logging.getLogger("roi.service")
-
-
-def _cpu_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
 
 
 class Settings(BaseModel):
@@ -175,7 +169,7 @@ class Settings(BaseModel):
         are no invoice are told at a glance, which made the workers' own fallback cheaper) than
         with the fallback in each worker, against 25-31% on one thread and 38% on 2 spinning
         (docs/benchmarks.md)."""
-        return max(1, min(_cpu_count(), 2 * self.worker_threads))
+        return max(1, min(usable_cpus(), 2 * self.worker_threads))
 
     @property
     def uses_gpu(self) -> bool:
@@ -185,13 +179,13 @@ class Settings(BaseModel):
     def worker_count(self) -> int:
         if self.uses_gpu:
             return len(self.device_list) * self.workers_per_device
-        return self.workers or _cpu_count()
+        return self.workers or usable_cpus()
 
     @property
     def worker_threads(self) -> int:
         if self.threads_per_worker:
             return self.threads_per_worker
-        return max(1, _cpu_count() // self.worker_count)
+        return max(1, usable_cpus() // self.worker_count)
 
     @property
     def max_body_bytes(self) -> int:

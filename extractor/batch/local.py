@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING
 
 from extractor.batch.inputs import Document
 from extractor.batch.worker import Outcome, init_process, process_in_pool
+from extractor.cpus import usable_cpus
 
 if TYPE_CHECKING:
     from extractor.parties import Parties
@@ -64,7 +65,7 @@ _MIN_WAIT = 0.05  # seconds; the parent's shortest sleep between deadline checks
 
 
 def threads_per_worker(workers: int) -> int:
-    return max(1, (os.cpu_count() or 1) // max(1, workers))
+    return max(1, usable_cpus() // max(1, workers))
 
 
 def timeout_reason(doc_timeout: float) -> str:

@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from extractor.cpus import usable_cpus
 from extractor.engines.ctc import MAX_WIDTH, WIDTH_STEP, CTCLineReader
 from extractor.engines.device_argmax import BEST_CLASS, BEST_PROB, MASK_INPUT, with_masked_argmax
 from extractor.engines.openvino_runtime import CpuRuntime, OpenVINOSession, resolve_cpu_runtime
@@ -278,7 +279,7 @@ class PPOCRRecognizer(CTCLineReader):
         path, provider, max_batch = self.model_path, self.provider, self.max_batch
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads
+        options.intra_op_num_threads = threads or usable_cpus()  # not the machine's count
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
         # Without its arena a CPU session's memory follows each batch's shapes and goes back to
