@@ -1177,6 +1177,7 @@ class Extractor:
             return None
         text, score, quad = found
         read, doubts = Recognition(text, score), []
+        bar = MIN_FOUND_CODE_CHAR_CONFIDENCE if spec.kind is FieldKind.code else None
         on_page = quad  # the lines of a bent page were flattened (:func:`flattened`)
         if page is not None and page.bend is not None:
             on_page = unflattened(quad, page.homography, page.bend)
@@ -1186,7 +1187,7 @@ class Extractor:
             read, disagreement = _within(text, score, again)
             doubts = [disagreement] if disagreement is not None else []
             if disagreement is not None and spec.kind is FieldKind.code:
-                second = self._field(spec, again, on_page, bar=MIN_FOUND_CODE_CHAR_CONFIDENCE)
+                second = self._field(spec, again, on_page, bar=bar)
                 # the constrained reading of the line, sure of every digit (reading nothing
                 # passes as an optional field left blank, which a line found is not)
                 if second.valid and second.value is not None:
@@ -1195,7 +1196,6 @@ class Extractor:
             late = outline[:, 0].min() / page.template.px_per_mm - spec.box.x  # mm into its box
             if spec.kind is FieldKind.name and late > NAME_START_MM:
                 doubts.append(f"{LATE_START} {late:.0f} mm into its box: its start may be missing")
-        bar = MIN_FOUND_CODE_CHAR_CONFIDENCE if spec.kind is FieldKind.code else None
         result = self._field(spec, read, on_page, bar=bar)
         if doubts:
             result.errors.extend(doubts)
