@@ -32,7 +32,8 @@ class Settings(BaseModel):
     host: str = "127.0.0.1"
     port: Annotated[int, Field(ge=0, le=65535)] = 8000
     workers: Annotated[int, Field(ge=0, le=256)] = 0
-    """Worker processes on CPU; 0 means one per CPU core. Ignored for CUDA devices."""
+    """Worker processes on CPU; 0 means one per usable CPU (``extractor.cpus.usable_cpus``: the
+    affinity, at most the cgroup's CPU quota). Ignored for CUDA devices."""
     devices: str = "cpu"
     """``cpu`` or a comma-separated list of CUDA devices, e.g. ``cuda:0,cuda:1``."""
     workers_per_device: Annotated[int, Field(ge=1, le=64)] = 1
