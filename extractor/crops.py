@@ -7,6 +7,7 @@ removed, and the crop is tightened to the text line that best fills the box befo
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from functools import partial
@@ -361,8 +362,8 @@ def separate_ink(
     # lies under the cut (grain of a tinted sheet or a dim photo straddling it, a blurred
     # print's halo): whitened pixel by pixel, the grain turns to salt and the halo is chopped
     cut = threshold + PAPER_MARGIN
-    paper = clean[clean > threshold]
-    if paper.size and np.percentile(paper, GRAIN_PERCENTILE) > cut:
+    paper = _percentile_over(clean, threshold, GRAIN_PERCENTILE)
+    if paper is not None and paper > cut:
         clean[clean > cut] = WHITE
     if np.count_nonzero(ink) > 0.6 * ink.size:  # nothing but paper texture or a dark blotch
         ink[:] = 0
@@ -399,6 +400,21 @@ def separate_ink(
                 blobs = cv2.dilate(blobs, np.ones((3, 3), np.uint8))
             clean[blobs > 0] = WHITE
     return clean, ink
+
+
+def _percentile_over(grey: np.ndarray, floor: float, q: float) -> float | None:
+    """``np.percentile(grey[grey > floor], q)`` of a uint8 image (None where no pixel is over
+    ``floor``), from its histogram: the same value without sorting the pixels (~0.4 ms of a
+    crop's 2 to cut)."""
+    counts = np.bincount(grey.ravel(), minlength=WHITE + 1)[int(floor) + 1 :].cumsum()
+    if not len(counts) or not counts[-1]:
+        return None
+    rank = q / 100 * (counts[-1] - 1)  # numpy's linear method: between two ranked pixels
+    below = math.floor(rank)
+    low, high = int(floor) + 1 + np.searchsorted(counts, [below, below + 1], side="right")
+    high = min(high, WHITE)  # the last pixel ranked: no pixel above it
+    t = rank - below
+    return float(low + (high - low) * t if t < 0.5 else high - (high - low) * (1 - t))
 
 
 def _highlighted(green: np.ndarray, ppm: float) -> np.ndarray:
@@ -521,24 +537,19 @@ def _shifted(mask: np.ndarray, step: int) -> np.ndarray:
 
 def _runs(profile: np.ndarray, threshold: float, bridge: int) -> list[tuple[int, int]]:
     """[start, end) runs where ``profile > threshold``, joining gaps up to ``bridge``."""
-    on = profile > threshold
-    runs: list[tuple[int, int]] = []
-    start = None
-    for i, flag in enumerate(on.tolist()):
-        if flag and start is None:
-            start = i
-        elif not flag and start is not None:
-            runs.append((start, i))
-            start = None
-    if start is not None:
-        runs.append((start, len(on)))
-    merged: list[tuple[int, int]] = []
-    for run in runs:
-        if merged and run[0] - merged[-1][1] <= bridge:
-            merged[-1] = (merged[-1][0], run[1])
-        else:
-            merged.append(run)
-    return merged
+    on = np.concatenate(([False], profile > threshold, [False]))
+    edges = np.flatnonzero(on[1:] != on[:-1])  # starts and ends, alternating
+    starts, ends = edges[0::2], edges[1::2]
+    if not len(starts):
+        return []
+    joined = np.flatnonzero(starts[1:] - ends[:-1] > bridge)  # gaps not bridged
+    return list(
+        zip(
+            np.concatenate(([starts[0]], starts[joined + 1])).tolist(),
+            np.concatenate((ends[joined], [ends[-1]])).tolist(),
+            strict=True,
+        )
+    )
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:

@@ -221,8 +221,10 @@ def seal_mask(image: np.ndarray) -> np.ndarray:
     black print, whose hue is noise (a JPEG's colour bleeding into it, a warm light's cast over
     a black-and-white scan): no seal is darker than :data:`SEAL_MIN_VALUE`."""
     hsv = cv2.cvtColor(image, cv2.COLOR_BGR2HSV)
-    hue, sat, value = hsv[..., 0], hsv[..., 1], hsv[..., 2]
-    return (sat > 80) & ((hue > 160) | (hue < 4)) & (value > SEAL_MIN_VALUE)
+    # saturation over 80, hue over 160 or under 4 (of 0-179), value over SEAL_MIN_VALUE
+    low, high = (0, 81, SEAL_MIN_VALUE + 1), (255, 255, 255)
+    seal = cv2.inRange(hsv, (161, *low[1:]), high) | cv2.inRange(hsv, low, (3, *high[1:]))
+    return seal > 0
 
 
 def ruling(gray: np.ndarray, px_per_mm: float) -> np.ndarray:
