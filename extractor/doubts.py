@@ -25,8 +25,8 @@ MISREAD_PLACE = "its place may be misread"
 """A name one character off the place its tax id was registered in, which the recogniser reads
 as that place nearly as likely (:mod:`extractor.places`)."""
 TAKEN_FOR = "taken for a reading a character off"
-"""A tax id taken for a reading one character off that failed its checks, which the recogniser
-finds less likely than the reading, if not by much (:mod:`extractor.tax_id_repair`)."""
+"""A tax id or code taken for a reading one character off that failed its checks, which the
+recogniser finds less likely than the reading, if not by much (:mod:`extractor.tax_id_repair`)."""
 AMID_FAILURES = "read absent where most of the page's fields fail their checks"
 """A field read absent (an optional one left blank, a person's tax id) on a page whose boxes
 mostly read what fails: the boxes may not lie over the print (the form matched misplaced)."""
