@@ -46,7 +46,8 @@ def cpu_quota(root: Path | None = None, proc_cgroup: Path | None = None) -> floa
             quotas += _quotas(root, path, _v2_quota)
             quotas += _quotas(root / "unified", path, _v2_quota)  # v2 beside v1 (hybrid)
         elif "cpu" in controllers.split(","):  # v1: cpu, or cpu and cpuacct mounted together
-            quotas += _quotas(root / controllers, path, _v1_quota)
+            for mount in dict.fromkeys((root / controllers, root / "cpu")):  # "cpu": a link
+                quotas += _quotas(mount, path, _v1_quota)
     return min(quotas, default=None)
 
 

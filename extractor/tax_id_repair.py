@@ -88,16 +88,16 @@ def repair_tax_ids(judge: Judge | None, template: Template, fields: dict[str, Fi
         else:
             continue
         if candidates:
-            _take_likeliest(judge, spec.name, field, candidates, what)
+            _take_likeliest(judge, spec.name, field, field.value, candidates, what)
 
 
 def _take_likeliest(
-    judge: Judge, name: str, field: FieldResult, candidates: list[str], what: str
+    judge: Judge, name: str, field: FieldResult, value: str, candidates: list[str], what: str
 ) -> None:
-    """``field`` takes the one of ``candidates`` the recogniser finds nearly as likely in its
-    crop as the reading and clearly likelier than every other, in doubt where less likely."""
-    assert field.value is not None
-    read, *scores = judge(name, [field.value, *candidates])
+    """``field``, read ``value``, takes the one of ``candidates`` the recogniser finds nearly as
+    likely in its crop as the reading and clearly likelier than every other, in doubt where less
+    likely."""
+    read, *scores = judge(name, [value, *candidates])
     ranked = sorted(
         ((score, c) for score, c in zip(scores, candidates, strict=True) if score is not None),
         reverse=True,
@@ -110,7 +110,7 @@ def _take_likeliest(
     if cost > REPAIR_COST or (runner_up is not None and best - runner_up < REPAIR_MARGIN):
         return
     note = (
-        f"read {field.value!r}, which fails its checks: taken as {taken!r}, the one {what} off "
+        f"read {value!r}, which fails its checks: taken as {taken!r}, the one {what} off "
         "it that passes them and that the recogniser finds nearly as likely"
     )
     take_for_reading(field, taken, note, cost, SURE_COST, TAKEN_FOR)

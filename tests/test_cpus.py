@@ -97,3 +97,14 @@ def test_usable_cpus_is_the_quota_rounded_down(
         monkeypatch.setattr(cpus, "CGROUP_ROOT", root)
         monkeypatch.setattr(cpus, "PROC_CGROUP", proc)
         assert cpus.usable_cpus() == expected
+
+
+def test_a_cgroup_v1_cpu_controller_listed_after_cpuacct(tmp_path: Path) -> None:
+    """/proc/self/cgroup may list the joint controller as ``cpuacct,cpu`` while it is mounted
+    as ``cpu,cpuacct`` with ``cpu`` a link to it: the quota is read there."""
+    root, proc = _cgroup(
+        tmp_path,
+        "3:cpuacct,cpu:/\n",
+        {"cpu/cpu.cfs_quota_us": "300000\n", "cpu/cpu.cfs_period_us": "100000\n"},
+    )
+    assert cpu_quota(root, proc) == 3.0
