@@ -1770,11 +1770,21 @@ def test_a_name_line_found_late_does_not_win_over_a_reading_that_holds_its_start
 
 def test_a_code_digit_needs_more_confidence_than_an_amount_digit(extractor: Extractor) -> None:
     """Codes carry no check digit: fresh heavy page 20269207 passed a check code three digits
-    off whose weakest digit read at 0.51. An amount's digit at 0.55 has its rules behind it."""
+    off whose weakest digit read at 0.51, and wrong codes passed with a weakest digit of 0.66-0.78
+    where right ones seldom have one under 0.9 (``MIN_CODE_CHAR_CONFIDENCE``). An amount's digit
+    at 0.55 has its rules behind it."""
     template = TemplateStore().get("vat_invoice")
     confs = (0.99,) * 7 + (0.55,) + (0.99,) * 12
     code = extractor._field(template.field("check_code"), Recognition("5" * 20, 0.97, confs), None)
     assert not code.valid and code.errors == ["uncertain character '5' at 8 (confidence 0.55)"]
+    # a check code's 0 read 9 at 0.73-0.78 passed on four forms of fresh heavy page 20297637
+    confs = (0.99,) * 18 + (0.75,) + (0.99,)
+    code = extractor._field(template.field("check_code"), Recognition("5" * 20, 0.98, confs), None)
+    assert not code.valid and code.errors == ["uncertain character '5' at 19 (confidence 0.75)"]
+    sure = extractor._field(
+        template.field("check_code"), Recognition("5" * 20, 0.99, (0.85,) + (0.99,) * 19), None
+    )
+    assert sure.valid
     amount = extractor._field(
         template.field("total"), Recognition("¥5100.00", 0.97, (0.99, 0.55) + (0.99,) * 6), None
     )
