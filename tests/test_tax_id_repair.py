@@ -110,12 +110,10 @@ def test_the_codes_one_digit_off_a_reading_that_pass_its_checks(extractor: Extra
     assert one_digit_codes(number, "24992000000012345678") == []  # province 99: no digit fixes
 
 
-def _code_repaired(
-    extractor: Extractor, crops_of: CropsOf, read: str, **page: object
-) -> tuple[FieldResult, str]:
-    """The invoice code of fresh heavy page 20297608 (``page``: how it was made) as
-    :func:`repair_tax_ids` leaves it, given it was read ``read``; and the code printed."""
-    doc = make_document(20297608, "heavy", **page)  # type: ignore[arg-type]
+def _code_repaired(extractor: Extractor, crops_of: CropsOf, read: str) -> tuple[FieldResult, str]:
+    """The invoice code of fresh heavy page 20297608 as :func:`repair_tax_ids` leaves it, given
+    it was read ``read``; and the code printed."""
+    doc = make_document(20297608, "heavy")
     template = extractor.templates.get("vat_invoice")
     checked = check_value(template.field("invoice_code"), read)
     fields = {
