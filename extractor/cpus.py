@@ -55,16 +55,8 @@ def _quotas(mount: Path, path: str, read: Callable[[Path], float | None]) -> lis
     """The quotas set on ``path``'s cgroup and every cgroup above it under ``mount`` (where the
     process's path is not under the mount, as in a container whose namespace shows the host's
     path, the mount's own is the container's cgroup)."""
-    found: list[float] = []
-    seen: set[Path] = set()
-    for directory in [*_up(mount, path), mount]:
-        if directory in seen or not directory.is_dir():
-            continue
-        seen.add(directory)
-        quota = read(directory)
-        if quota is not None:
-            found.append(quota)
-    return found
+    found = [read(d) for d in [*_up(mount, path), mount] if d.is_dir()]
+    return [quota for quota in found if quota is not None]
 
 
 def _up(mount: Path, path: str) -> list[Path]:
